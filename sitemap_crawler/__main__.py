@@ -1,0 +1,3 @@
+from sitemap_crawler.cli import main
+
+main()

@@ -1,0 +1,298 @@
+"""The command line: a thin layer over prepare, runner, status and the demo.
+
+Exit codes: 0 ok, 1 runtime failure, 2 usage or configuration error, 130 interrupted.
+Every error the user can meet is one line on stderr, never a traceback (``--verbose`` adds
+the traceback for bug reports).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import sys
+import traceback
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from sitemap_crawler import __version__, logs
+from sitemap_crawler.config import Config, load_config
+from sitemap_crawler.errors import CrawlerError, UserError
+
+log = logging.getLogger("sitemap_crawler")
+
+app = typer.Typer(
+    name="sitemap-crawler", no_args_is_help=True, add_completion=False,
+    help="Turn whole websites into clean markdown, fast and politely, and keep them fresh.",
+    context_settings={"help_option_names": ["-h", "--help"]},
+    pretty_exceptions_enable=False,
+)
+
+
+class Ctx:
+    config_path: Path = Path("config.yaml")
+    verbose: bool = False
+
+    @classmethod
+    def config(cls) -> Config:
+        return load_config(cls.config_path)
+
+
+def _version(value: bool) -> None:
+    if value:
+        typer.echo(f"sitemap-crawler {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def main_options(
+    config: Annotated[Path, typer.Option("--config", "-c", envvar="SITEMAP_CRAWLER_CONFIG",
+                                         help="Path to config.yaml.")] = Path("config.yaml"),
+    log_level: Annotated[str, typer.Option(help="DEBUG, INFO, WARNING or ERROR.")] = "INFO",
+    log_file: Annotated[str | None, typer.Option(help="Also write JSON-lines logs here.")] = None,
+    verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Debug output.")] = False,
+    version: Annotated[bool, typer.Option("--version", callback=_version, is_eager=True,
+                                          help="Show the version and exit.")] = False,
+) -> None:
+    if log_level.upper() not in ("DEBUG", "INFO", "WARNING", "ERROR"):
+        raise UserError(f"--log-level: expected DEBUG, INFO, WARNING or ERROR, got {log_level!r}")
+    Ctx.config_path, Ctx.verbose = config, verbose
+    logs.setup(log_level, log_file, verbose)
+
+
+@app.command("list")
+def list_sites() -> None:
+    """List the configured sites and the state of each."""
+    from sitemap_crawler.state import StateDir
+    from sitemap_crawler.tickets import TicketQueue
+
+    cfg = Ctx.config()
+    if not cfg.sites:
+        typer.echo(f"no sites in {cfg.path}")
+    for site in cfg.sites:
+        state = StateDir(site.state_dir)
+        if state.exists():
+            c = TicketQueue(state, "list").counts()
+            st = (f"pending {c['pending']}, claimed {c['claimed']}, completed {c['completed']}, "
+                  f"failed {c['failed']}")
+        else:
+            st = "not prepared"
+        typer.echo(f"{site.name:24} {', '.join(site.sources)}\n{'':24} -> {site.base_dir} ({st})")
+
+
+@app.command()
+def prepare(
+    site: Annotated[str, typer.Argument(help="Site name from config.yaml.")],
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="Discover and count; write "
+                                          "nothing.")] = False,
+    full: Annotated[bool, typer.Option("--full", help="Queue every URL, even fresh ones.")]
+    = False,
+) -> None:
+    """Discover a site's URLs (sitemaps, robots.txt, llms.txt), filter them, write tickets."""
+    from sitemap_crawler.prepare import prepare as do_prepare
+
+    s = Ctx.config().site(site)
+    res = do_prepare(s, dry_run=dry_run, full=full, progress=_progress_printer())
+    for w in res.warnings:
+        log.warning(w)
+    for reason, n in sorted(res.filtered.items()):
+        log.info("filtered out by %s: %d", reason, n)
+    typer.echo(res.summary())
+
+
+def _progress_printer():  # type: ignore[no-untyped-def]
+    def show(msg: str) -> None:
+        log.info(msg)
+    return show
+
+
+@app.command()
+def status(
+    site: Annotated[str, typer.Argument(help="Site name from config.yaml.")],
+    as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
+    watch: Annotated[float, typer.Option(help="Seconds to watch heartbeats of workers on "
+                                         "other machines.")] = 0.0,
+) -> None:
+    """Tickets per state, live and dead workers, URLs done and failed, speed and ETA."""
+    from sitemap_crawler.status import site_status
+
+    st = site_status(Ctx.config().site(site), watch=watch)
+    if as_json:
+        typer.echo(json.dumps(st, indent=2, sort_keys=True))
+        return
+    if not st["prepared"]:
+        typer.echo(f"{site}: not prepared (run: sitemap-crawler prepare {site})")
+        return
+    t = st["tickets"]
+    typer.echo(f"{site}: tickets pending {t['pending']}, claimed {t['claimed']}, "
+               f"completed {t['completed']}, failed {t['failed']}")
+    typer.echo(f"  URLs remaining {st['urls_remaining']}, failed {st['urls_failed']}, "
+               f"in index {st['index_urls']}")
+    for w in st["workers"]:
+        alive = {True: "alive", False: "dead", None: "unknown (use --watch)"}[w["alive"]]
+        typer.echo(f"  worker {w['worker_id']}: {alive}, ticket {w['ticket']}, "
+                   f"{w['urls_done']} URLs")
+    if st["dead_workers"]:
+        typer.echo(f"  dead workers (tickets taken back): {', '.join(st['dead_workers'])}")
+    if st["pages_per_second"]:
+        eta = f", ETA {st['eta_seconds']}s" if st["eta_seconds"] is not None else ""
+        typer.echo(f"  {st['pages_per_second']} pages/s{eta}")
+    if st.get("last_crawl"):
+        typer.echo(f"  last crawl: {json.dumps(st['last_crawl'], sort_keys=True)}")
+
+
+def _work(names: list[str], workers: int) -> int:
+    from sitemap_crawler.runner import run_site, summary
+    from sitemap_crawler.state import StateDir
+    from sitemap_crawler.tickets import TicketQueue
+
+    if workers < 1:
+        raise UserError("--workers: must be at least 1")
+    cfg = Ctx.config()
+    sites = [cfg.site(n) for n in names] if names else list(cfg.sites)
+    ran = 0
+    failed = False
+    for site in sites:
+        state = StateDir(site.state_dir)
+        if not state.exists():
+            if names:
+                raise UserError(f"{site.name}: not prepared (run: sitemap-crawler prepare "
+                                f"{site.name})")
+            continue
+        if not TicketQueue(state, "cli").has_work():
+            log.info("%s: no work left", site.name)
+            continue
+        totals = run_site(cfg.path, site, workers)
+        ran += 1
+        typer.echo(summary(site.name, totals))
+        failed |= bool(totals.get("tickets_failed"))
+        if totals.get("failed"):
+            log.warning("%s: some URLs failed after retries: run `sitemap-crawler resume %s`",
+                        site.name, site.name)
+    if not ran:
+        typer.echo("no work left")
+    return 0
+
+
+@app.command()
+def work(
+    sites: Annotated[list[str] | None, typer.Argument(help="Sites (default: every site with "
+                                                      "work left).")] = None,
+    workers: Annotated[int, typer.Option("--workers", "-w", help="Worker processes.")] = 1,
+) -> None:
+    """Work on prepared tickets until none is left (run it on as many machines as you like)."""
+    raise typer.Exit(_work(sites or [], workers))
+
+
+@app.command()
+def crawl(
+    site: Annotated[str, typer.Argument(help="Site name from config.yaml.")],
+    workers: Annotated[int, typer.Option("--workers", "-w", help="Worker processes.")] = 4,
+    full: Annotated[bool, typer.Option("--full", help="Re-fetch every URL.")] = False,
+) -> None:
+    """prepare + work for one site."""
+    prepare(site, dry_run=False, full=full)
+    raise typer.Exit(_work([site], workers))
+
+
+@app.command("crawl-all")
+def crawl_all(
+    workers: Annotated[int, typer.Option("--workers", "-w", help="Worker processes.")] = 4,
+    full: Annotated[bool, typer.Option("--full", help="Re-fetch every URL.")] = False,
+) -> None:
+    """prepare + work for every configured site."""
+    for s in Ctx.config().sites:
+        prepare(s.name, dry_run=False, full=full)
+    raise typer.Exit(_work([s.name for s in Ctx.config().sites], workers))
+
+
+@app.command()
+def resume(
+    site: Annotated[str, typer.Argument(help="Site name from config.yaml.")],
+    workers: Annotated[int, typer.Option("--workers", "-w", help="Then work with this many "
+                                         "processes (0: only requeue).")] = 0,
+) -> None:
+    """Put failed tickets and tickets of dead workers back to pending (then optionally work)."""
+    from sitemap_crawler.heartbeat import Observer
+    from sitemap_crawler.journal import ticket_progress
+    from sitemap_crawler.state import StateDir, new_worker_id
+    from sitemap_crawler.tickets import TicketQueue
+
+    s = Ctx.config().site(site)
+    state = StateDir(s.state_dir)
+    if not state.exists():
+        raise UserError(f"{site}: not prepared (run: sitemap-crawler prepare {site})")
+    q = TicketQueue(state, new_worker_id())
+    n_failed = q.resume_failed()
+    obs = Observer(state.workers, s.settings.crawl_state.heartbeat_timeout)
+    dead = q.reclaim(obs.is_dead, lambda w, t: ticket_progress(state.journal, w, t))
+    for w in dead:
+        obs.bury(w)
+    remote = [n.owner for n in q.names("claimed") if n.owner]
+    typer.echo(f"{site}: {n_failed} failed ticket(s) and the tickets of {len(dead)} dead "
+               f"worker(s) back to pending" + (f"; {len(remote)} ticket(s) held by workers "
+                                                "that look alive (on other machines they are "
+                                                "judged after heartbeat_timeout)"
+                                                if remote else ""))
+    if workers:
+        raise typer.Exit(_work([site], workers))
+
+
+@app.command()
+def demo(
+    workers: Annotated[int, typer.Option("--workers", "-w", help="Worker processes.")] = 4,
+    output: Annotated[Path, typer.Option(help="Where the demo's markdown and state go.")]
+    = Path("demo-output"),
+    pages: Annotated[int, typer.Option(help="Pages on the demo site.")] = 300,
+    serve_only: Annotated[bool, typer.Option("--serve-only", help="Only serve the demo site "
+                                             "until Ctrl+C.")] = False,
+) -> None:
+    """Serve a built-in documentation site on 127.0.0.1 and crawl it end to end.
+
+    Run it twice: the second run sees a new generation of the site (some pages changed,
+    removed, added) and shows an incremental crawl.
+    """
+    from sitemap_crawler.demo import run_demo
+
+    raise typer.Exit(run_demo(output, workers=workers, pages=pages, serve_only=serve_only))
+
+
+def main() -> None:
+    """Console entry point: one-line errors, proper exit codes."""
+    try:
+        rv = app(standalone_mode=False)
+    except CrawlerError as e:
+        typer.echo(f"error: {e}", err=True)
+        if Ctx.verbose:
+            traceback.print_exc()
+        sys.exit(e.exit_code)
+    except KeyboardInterrupt:
+        typer.echo("interrupted", err=True)
+        sys.exit(130)
+    except OSError as e:
+        # A full disk or a vanished share: say which file, keep what was written.
+        where = f" ({e.filename})" if getattr(e, "filename", None) else ""
+        typer.echo(f"error: {e.strerror or e}{where}", err=True)
+        if Ctx.verbose:
+            traceback.print_exc()
+        sys.exit(1)
+    except Exception as e:  # click's own usage errors
+        import click
+
+        if isinstance(e, click.exceptions.Exit):
+            sys.exit(e.exit_code)
+        if isinstance(e, click.ClickException):
+            e.show()
+            sys.exit(2 if isinstance(e, click.UsageError) else 1)
+        if isinstance(e, click.exceptions.Abort):
+            typer.echo("interrupted", err=True)
+            sys.exit(130)
+        typer.echo(f"error: unexpected {type(e).__name__}: {e} (this is a bug; --verbose shows "
+                   "the traceback)", err=True)
+        if Ctx.verbose:
+            traceback.print_exc()
+        sys.exit(1)
+    sys.exit(rv if isinstance(rv, int) else 0)
+
+

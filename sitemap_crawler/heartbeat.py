@@ -1,0 +1,192 @@
+"""Liveness of workers without trusting anybody's clock.
+
+Protocol (measured on real shares, ../shared/netfs/README.md):
+
+* H1. A worker announces itself by writing ``workers/<worker-id>.lock`` *before* it claims
+  anything, then rewrites the file's *content* every ``heartbeat_interval`` seconds: a counter
+  that always changes, plus what it holds (ticket, pid, host) for people reading ``status``.
+  The file is rewritten in place with a fixed size: a reader that catches a half-written
+  record sees bytes that differ from the last ones, which correctly counts as "alive".
+* H2. An observer judges a worker dead when the content it reads has not changed for
+  ``heartbeat_timeout`` seconds of the *observer's own* monotonic clock. File mtimes are never
+  compared with the local clock: clocks differ between machines, ``touch`` is whole-second on
+  shares, and attribute caches lie.  A fresh observer therefore needs ``heartbeat_timeout``
+  seconds of watching before it may call a remote worker dead.
+* H3. Shortcut on the observer's own machine: a worker whose id names this host and whose pid
+  is not running (or runs a different process: start time differs) is dead at once.
+* H4. A worker named in a claimed ticket but with no heartbeat file is watched the same way
+  (its file may not be visible yet: sshfs shows new files to the other mount after ~20 s).
+* H5. A worker that was declared dead finds its file gone or renamed to ``.dead`` when it next
+  beats; it must then treat every ticket it holds as lost (tickets.py checks ownership anyway).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from sitemap_crawler.fsutil import atomic_write, read_bytes
+from sitemap_crawler.state import hostname, parse_worker_id
+
+RECORD_SIZE = 1024  # fixed size: in-place rewrites never change the file's length
+
+
+def pid_start_time(pid: int) -> str | None:
+    """The process start time from /proc (clock ticks since boot), to detect pid reuse."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+        return stat.rsplit(")", 1)[1].split()[19]
+    except (OSError, IndexError):
+        return None
+
+
+def pid_alive(pid: int, start: str | None = None) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return start is None or pid_start_time(pid) in (None, start)
+
+
+class Heartbeat:
+    """Background thread that proves this worker is alive (H1) and notices being buried (H5)."""
+
+    def __init__(self, workers_dir: Path, worker_id: str, interval: float) -> None:
+        self.path = workers_dir / f"{worker_id}.lock"
+        self.worker_id = worker_id
+        self.interval = interval
+        self.counter = 0
+        self.info: dict[str, Any] = {}
+        self.declared_dead = threading.Event()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="heartbeat", daemon=True)
+        self._lock = threading.Lock()
+        self._pid_start = pid_start_time(os.getpid())
+
+    def _record(self) -> bytes:
+        rec = {"worker_id": self.worker_id, "host": hostname(), "pid": os.getpid(),
+               "pid_start": self._pid_start, "counter": self.counter,
+               "beat_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), **self.info}
+        data = json.dumps(rec, separators=(",", ":")).encode()
+        if len(data) > RECORD_SIZE - 1:
+            rec = {k: rec[k] for k in ("worker_id", "host", "pid", "counter")}
+            data = json.dumps(rec).encode()
+        return data.ljust(RECORD_SIZE - 1) + b"\n"
+
+    def start(self) -> Heartbeat:
+        """Write the first beat synchronously, so no ticket is ever claimed before it exists."""
+        atomic_write(self.path, self._record())
+        self._thread.start()
+        return self
+
+    def update(self, **info: Any) -> None:
+        with self._lock:
+            self.info.update(info)
+
+    def beat(self) -> None:
+        with self._lock:
+            self.counter += 1
+            data = self._record()
+        try:
+            fd = os.open(self.path, os.O_WRONLY)
+        except FileNotFoundError:
+            self.declared_dead.set()  # H5: somebody buried us; recreate so we count as alive
+            atomic_write(self.path, data)
+            return
+        try:
+            os.pwrite(fd, data, 0)
+        finally:
+            os.close(fd)
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.interval):
+            with contextlib.suppress(OSError):
+                self.beat()
+
+    def stop(self, remove: bool = True) -> None:
+        self._stop.set()
+        if self._thread.is_alive():
+            self._thread.join(timeout=self.interval + 1)
+        if remove:
+            with contextlib.suppress(FileNotFoundError):
+                self.path.unlink()
+
+
+@dataclass
+class _Seen:
+    content: bytes | None
+    since: float  # observer's monotonic time when this content was first seen
+
+
+@dataclass
+class Observer:
+    """Judges liveness from heartbeat files as described in H2–H4."""
+
+    workers_dir: Path
+    timeout: float
+    _seen: dict[str, _Seen] = field(default_factory=dict)
+    _host: str = field(default_factory=hostname)
+
+    def read(self, worker_id: str) -> bytes | None:
+        return read_bytes(self.workers_dir / f"{worker_id}.lock")
+
+    def observe(self, worker_id: str) -> float:
+        """Seconds (observer's clock) for which this worker's heartbeat has not changed."""
+        now = time.monotonic()
+        content = self.read(worker_id)
+        seen = self._seen.get(worker_id)
+        if seen is None or seen.content != content:
+            self._seen[worker_id] = _Seen(content, now)
+            return 0.0
+        return now - seen.since
+
+    def local_verdict(self, worker_id: str) -> bool | None:
+        """H3: True/False if the worker runs on this host and we can look at its pid."""
+        parsed = parse_worker_id(worker_id)
+        if parsed is None or parsed[0] != self._host:
+            return None
+        start = None
+        content = self.read(worker_id)
+        if content:
+            with contextlib.suppress(ValueError):
+                start = json.loads(content).get("pid_start")
+        return pid_alive(parsed[1], start)
+
+    def is_dead(self, worker_id: str) -> bool:
+        local = self.local_verdict(worker_id)
+        if local is not None:
+            return not local
+        return self.observe(worker_id) >= self.timeout
+
+    def known_workers(self) -> list[str]:
+        try:
+            names = os.listdir(self.workers_dir)
+        except FileNotFoundError:
+            return []
+        return [n[:-5] for n in names if n.endswith(".lock")]
+
+    def bury(self, worker_id: str) -> None:
+        """Mark a dead worker's heartbeat as such (kept for `status`; H5 for the worker)."""
+        src = self.workers_dir / f"{worker_id}.lock"
+        with contextlib.suppress(OSError):
+            os.rename(src, self.workers_dir / f"{worker_id}.dead")
+        self._seen.pop(worker_id, None)
+
+
+def read_heartbeat(path: Path) -> dict[str, Any] | None:
+    data = read_bytes(path)
+    if not data:
+        return None
+    try:
+        rec = json.loads(data)
+    except ValueError:
+        return None
+    return rec if isinstance(rec, dict) else None

@@ -1,0 +1,141 @@
+"""url-index.json: what the last crawls learnt about every URL, for incremental re-crawls.
+
+Format (roadmap v0.4.0, extended)::
+
+    {"https://host/page": {"last_modified": "...", "etag": "\\"abc\\"",
+                            "content_hash": "sha256:...", "raw_hash": "sha256:...",
+                            "status_code": 200, "last_crawled": "2026-11-21T12:00:00Z",
+                            "file_path": "host/page.md", "outcome": "new", ...}}
+
+Workers never rewrite this file: they append to their own journals (journal.py), and
+:func:`merge` folds the journals in under a cross-machine RenameLock, writes the index
+atomically (tmp + rename), and only then deletes journals of workers that are gone.  So the
+cost per URL does not grow with the index, two machines never lose each other's updates, and
+a crash leaves either the old or the new index, never a torn one.  A corrupt index found at
+start is reported and rebuilt from what survives (the journals and the front matter of the
+markdown files), never silently dropped.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from sitemap_crawler.errors import CrawlError
+from sitemap_crawler.fsutil import RenameLock, atomic_write, unlink_quiet
+from sitemap_crawler.journal import journal_files, owner_of, read_journal
+from sitemap_crawler.state import StateDir
+
+log = logging.getLogger(__name__)
+
+# Fields a journal record carries that are about the crawl, not about the URL.
+_TRANSIENT = {"ticket", "final", "worker", "elapsed", "attempts"}
+
+
+def load(path: Path) -> dict[str, dict[str, Any]]:
+    """The index; raises CrawlError (one line) if the file exists but is not a valid index."""
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        return {}
+    try:
+        data = json.loads(raw)
+    except ValueError as e:
+        raise CrawlError(f"{path}: corrupt url-index ({e})") from None
+    if not isinstance(data, dict):
+        raise CrawlError(f"{path}: corrupt url-index (not a JSON object)")
+    return data
+
+
+def load_or_rebuild(state: StateDir, output_dir: Path | None) -> dict[str, dict[str, Any]]:
+    """The index, or — if it is corrupt — a rebuild from front matter, with a warning."""
+    try:
+        return load(state.index_path)
+    except CrawlError as e:
+        log.warning("%s; rebuilding it from the markdown files' front matter and the journals", e)
+        aside = state.index_path.with_name(f"url-index.corrupt.{os.getpid()}.json")
+        os.replace(state.index_path, aside)
+        idx = rebuild_from_outputs(output_dir) if output_dir else {}
+        log.warning("rebuilt %d entries; the corrupt file was kept as %s", len(idx), aside.name)
+        return idx
+
+
+def rebuild_from_outputs(output_dir: Path) -> dict[str, dict[str, Any]]:
+    """Recover url → entry from the YAML front matter every markdown file starts with."""
+    idx: dict[str, dict[str, Any]] = {}
+    if not output_dir.is_dir():
+        return idx
+    for path in output_dir.rglob("*.md"):
+        try:
+            with open(path, encoding="utf-8", errors="replace") as f:
+                head = f.read(8192)
+        except OSError:
+            continue
+        if not head.startswith("---\n"):
+            continue
+        end = head.find("\n---", 4)
+        if end < 0:
+            continue
+        try:
+            meta = yaml.safe_load(head[4:end])
+        except yaml.YAMLError:
+            continue
+        if not isinstance(meta, dict) or not isinstance(meta.get("url"), str):
+            continue
+        idx[meta["url"]] = {
+            "etag": meta.get("etag"), "last_modified": meta.get("last_modified"),
+            "content_hash": meta.get("content_hash"), "status_code": meta.get("status"),
+            "last_crawled": str(meta.get("fetched_at") or ""),
+            "file_path": path.relative_to(output_dir).as_posix(),
+        }
+    return idx
+
+
+def apply(idx: dict[str, dict[str, Any]], rec: dict[str, Any]) -> None:
+    """Fold one journal record in: the newest crawl of a URL wins (records are idempotent)."""
+    url = rec["url"]
+    old = idx.get(url)
+    if old is not None and (old.get("last_crawled") or "") > (rec.get("last_crawled") or ""):
+        return
+    entry = {k: v for k, v in rec.items() if k not in _TRANSIENT and k != "url"}
+    if old:
+        merged = dict(old)
+        merged.update(entry)
+        entry = merged
+    idx[url] = entry
+
+
+def merge(state: StateDir, worker_id: str, is_dead: Callable[[str], bool],
+          is_gone: Callable[[str], bool], output_dir: Path | None = None) -> int:
+    """Fold every journal into url-index.json; delete the journals of workers that are gone.
+
+    ``is_dead`` breaks a merge lock held by a dead worker; ``is_gone(worker)`` says a journal
+    will not grow any more (closed, or its worker is dead), so it can be deleted once merged.
+    """
+    files = journal_files(state.journal)
+    if not files:
+        return 0
+    lock = RenameLock(state.locks, "index", worker_id)
+    if not lock.acquire(is_dead):
+        raise CrawlError(f"{state.locks}: could not take the index lock (held by a live worker)")
+    try:
+        idx = load_or_rebuild(state, output_dir)
+        files = journal_files(state.journal)
+        applied = 0
+        for path in files:
+            for rec in read_journal(path):
+                apply(idx, rec)
+                applied += 1
+        atomic_write(state.index_path, json.dumps(idx, separators=(",", ":"), sort_keys=True))
+        for path in files:
+            if path.name.endswith(".closed.jsonl") or is_gone(owner_of(path)):
+                unlink_quiet(path)
+        return applied
+    finally:
+        lock.release()

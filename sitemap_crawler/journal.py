@@ -1,0 +1,79 @@
+"""Per-worker, append-only result journals: how url-index.json is updated without lost updates.
+
+Every worker appends one JSON line per finished URL to ``journal/<worker-id>.jsonl``; nobody
+else writes that file, so no lock is needed on any share, and the cost per URL is one
+``write`` no matter how large the index is.  Journals are folded into url-index.json by
+index.merge().  A torn last line (crash mid-write) is skipped by readers; the journal is
+fsynced before a ticket is completed, so a completed ticket's results survive a power loss.
+A worker that ends cleanly renames its journal to ``<worker-id>.closed.jsonl``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+
+class Journal:
+    def __init__(self, journal_dir: Path, worker_id: str) -> None:
+        self.path = journal_dir / f"{worker_id}.jsonl"
+        self.closed_path = journal_dir / f"{worker_id}.closed.jsonl"
+        self._fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+
+    def append(self, record: dict[str, Any]) -> None:
+        os.write(self._fd, (json.dumps(record, separators=(",", ":")) + "\n").encode())
+
+    def sync(self) -> None:
+        os.fsync(self._fd)
+
+    def close(self) -> None:
+        if self._fd < 0:
+            return
+        os.fsync(self._fd)
+        os.close(self._fd)
+        self._fd = -1
+        os.rename(self.path, self.closed_path)
+
+
+def read_journal(path: Path) -> Iterator[dict[str, Any]]:
+    """Records of one journal; a torn or garbled line is skipped, not fatal."""
+    try:
+        f = open(path, "rb")  # noqa: SIM115 - closed by the with below; ENOENT is normal
+    except FileNotFoundError:
+        return
+    with f:
+        for line in f:
+            if not line.endswith(b"\n"):
+                break  # torn last line of a killed writer
+            try:
+                rec = json.loads(line)
+            except ValueError:
+                continue
+            if isinstance(rec, dict) and "url" in rec:
+                yield rec
+
+
+def journal_files(journal_dir: Path) -> list[Path]:
+    try:
+        names = sorted(os.listdir(journal_dir))
+    except FileNotFoundError:
+        return []
+    return [journal_dir / n for n in names if n.endswith(".jsonl") and not n.startswith(".")]
+
+
+def owner_of(path: Path) -> str:
+    name = path.name
+    return name.removesuffix(".jsonl").removesuffix(".closed")
+
+
+def ticket_progress(journal_dir: Path, worker_id: str, ticket_id: str) -> dict[str, str]:
+    """url → final outcome for ``ticket_id`` from a (dead) worker's journal (tickets T5)."""
+    done: dict[str, str] = {}
+    for p in (journal_dir / f"{worker_id}.jsonl", journal_dir / f"{worker_id}.closed.jsonl"):
+        for rec in read_journal(p):
+            if rec.get("ticket") == ticket_id and rec.get("final"):
+                done[rec["url"]] = rec.get("outcome", "ok")
+    return done

@@ -1,0 +1,83 @@
+"""Incremental planning: which known URLs are due again, and in which order.
+
+Rules (seed 000 §6, seed 002 phases 5–6, roadmap v0.4.0 phase 2):
+
+* a URL never crawled (or whose last crawl was a tombstone) is *new*: always due, first;
+* ``--full``, ``crawl_mode: full`` or ``crawl_state.incremental: false``: everything is due;
+* a sitemap ``lastmod`` newer than ``last_crawled`` makes a URL due; a ``lastmod`` that is not
+  newer means no ticket at all (zero requests) unless ``recrawl_interval`` has passed;
+* without ``lastmod``, a ``changefreq`` makes a URL due once its threshold (seed 000 §6.3) has
+  passed since the last crawl; with neither, the URL is due and a conditional GET decides;
+* stale URLs are ordered by a score: days since the last crawl, observed change frequency
+  (changes/day, an EMA kept in the index), and sitemap priority.
+"""
+
+from __future__ import annotations
+
+import calendar
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from sitemap_crawler.config import Settings
+
+CHANGEFREQ_HOURS = {"always": 0, "hourly": 1, "daily": 24, "weekly": 168, "monthly": 720,
+                    "yearly": 8760, "never": 87600}
+
+
+def parse_ts(value: str | None) -> float | None:
+    """Epoch seconds of an ISO-8601 UTC stamp as we write them (``YYYY-MM-DDTHH:MM:SSZ``)."""
+    if not value:
+        return None
+    try:
+        return calendar.timegm(time.strptime(value[:19], "%Y-%m-%dT%H:%M:%S"))
+    except ValueError:
+        try:
+            return calendar.timegm(time.strptime(value[:10], "%Y-%m-%d"))
+        except ValueError:
+            return None
+
+
+@dataclass(frozen=True)
+class Decision:
+    due: bool
+    new: bool
+    why: str
+    score: float = 0.0
+
+
+class Planner:
+    def __init__(self, settings: Settings, *, full: bool = False, now: float | None = None):
+        self.settings = settings
+        self.full = full or settings.crawl_mode == "full" or not settings.crawl_state.incremental
+        self.now = time.time() if now is None else now
+
+    def decide(self, lastmod: str | None, changefreq: str | None, priority: float | None,
+               prior: dict[str, Any] | None) -> Decision:
+        if not prior or prior.get("removed") or not prior.get("last_crawled"):
+            return Decision(True, True, "new", 1e9)
+        crawled = parse_ts(prior.get("last_crawled"))
+        if crawled is None:
+            return Decision(True, True, "new", 1e9)
+        age = max(0.0, self.now - crawled)
+        score = age / 86400 * 0.4 + float(prior.get("change_frequency") or 0) * 10 * 0.4 \
+            + (priority if priority is not None else 0.5) * 0.2
+        if self.full:
+            return Decision(True, False, "full", score)
+        if prior.get("failed"):
+            return Decision(True, False, "retry", score + 1000)
+        interval = self.settings.recrawl_interval
+        if interval and age >= interval:
+            return Decision(True, False, "interval", score)
+        if not self.settings.trust_sitemap_dates:
+            return Decision(True, False, "conditional", score)
+        lm = parse_ts(lastmod)
+        if lm is not None:
+            if lm > crawled:
+                return Decision(True, False, "lastmod", score + 100)
+            return Decision(False, False, "fresh:lastmod")
+        if changefreq in CHANGEFREQ_HOURS:
+            if age >= CHANGEFREQ_HOURS[changefreq] * 3600:
+                return Decision(True, False, "changefreq", score)
+            return Decision(False, False, "fresh:changefreq")
+        return Decision(True, False, "conditional", score)

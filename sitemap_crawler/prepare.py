@@ -1,0 +1,184 @@
+"""prepare: discover a site's URLs, filter, dedupe, plan, and write tickets.
+
+Streaming from end to end so that a 1,000,000-URL sitemap index fits in a small, bounded
+amount of memory: entries flow from discovery through the filter and the dedupe set
+(:class:`urls.UrlSet`, 64-bit hashes in a flat array) straight into ticket files.  Only URLs
+that are due again on a re-crawl are held back, to be ordered by priority after the new ones.
+
+Idempotent: URLs already waiting in pending/claimed/failed tickets are loaded into the dedupe
+set first, so running prepare twice adds no duplicate work.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import secrets
+import time
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import httpx
+
+from sitemap_crawler import index as url_index
+from sitemap_crawler.config import Site
+from sitemap_crawler.discovery import DiscoveryStats, discover
+from sitemap_crawler.heartbeat import Observer
+from sitemap_crawler.plan import Planner
+from sitemap_crawler.state import StateDir, new_worker_id
+from sitemap_crawler.tickets import TicketQueue, utcnow
+from sitemap_crawler.urls import UrlFilter, UrlSet, normalize_url
+
+log = logging.getLogger(__name__)
+
+_CARRY = ("etag", "last_modified", "content_hash", "raw_hash", "file_path", "last_crawled",
+          "first_seen", "last_changed", "changes_detected", "change_frequency")
+
+
+@dataclass
+class PrepareResult:
+    site: str
+    found: int = 0
+    kept: int = 0
+    filtered: dict[str, int] = field(default_factory=dict)
+    duplicates: int = 0
+    already_queued: int = 0
+    fresh: int = 0
+    over_limit: int = 0
+    new: int = 0
+    due_again: int = 0
+    removed: int = 0
+    tickets: int = 0
+    cross_host: int = 0
+    invalid: int = 0
+    sitemaps_read: int = 0
+    warnings: list[str] = field(default_factory=list)
+    seconds: float = 0.0
+    dry_run: bool = False
+
+    def summary(self) -> str:
+        filt = sum(self.filtered.values())
+        verb = "would write" if self.dry_run else "wrote"
+        return (f"{self.site}: found {self.found} URLs in {self.sitemaps_read} file(s); "
+                f"{filt} filtered, {self.duplicates} duplicate, {self.cross_host} other-host, "
+                f"{self.invalid} invalid, {self.already_queued} already queued, "
+                f"{self.fresh} fresh; {verb} {self.tickets} tickets for {self.kept} URLs "
+                f"({self.new} new, {self.due_again} due again) in {self.seconds:.1f}s")
+
+
+def http_client(site: Site) -> httpx.Client:
+    s = site.settings
+    return httpx.Client(
+        headers={"User-Agent": s.user_agent},
+        timeout=httpx.Timeout(s.timeout, connect=s.connect_timeout),
+        follow_redirects=False,
+    )
+
+
+def prepare(site: Site, *, dry_run: bool = False, full: bool = False,
+            progress: Callable[[str], None] | None = None) -> PrepareResult:
+    t0 = time.monotonic()
+    s = site.settings
+    state = StateDir(site.state_dir)
+    res = PrepareResult(site=site.name, dry_run=dry_run)
+    wid = new_worker_id()
+    observer = Observer(state.workers, s.crawl_state.heartbeat_timeout)
+    if not dry_run:
+        state.ensure()
+        url_index.merge(state, wid, observer.is_dead, observer.is_dead, site.base_dir)
+    idx = url_index.load_or_rebuild(state, site.base_dir) if state.exists() else {}
+    queue = TicketQueue(state, wid)
+    seen = UrlSet()
+    queued = UrlSet()
+    for u in queue.pending_urls():
+        queued.add(normalize_url(u))
+
+    flt = UrlFilter(site.filters.include, site.filters.exclude)
+    planner = Planner(s, full=full)
+    filtered: Counter[str] = Counter()
+    stats = DiscoveryStats()
+    now = utcnow()
+    run = time.strftime("%Y%m%dT%H%M%S", time.gmtime()) + secrets.token_hex(2)
+    batch: list[dict[str, Any]] = []
+    stale: list[tuple[float, dict[str, Any]]] = []
+    limit = s.max_urls_per_site or None
+    ticket_size = s.crawl_state.ticket_size
+
+    def flush(entries: list[dict[str, Any]]) -> None:
+        res.tickets += 1
+        ticket = {"ticket_id": f"{run}-{res.tickets:05d}", "site": site.name, "created_at": now,
+                  "gen": 0, "urls": entries, "size": len(entries), "claimed_by": None,
+                  "claimed_at": None, "completed_at": None,
+                  "progress": {"total": len(entries), "success": 0, "failed": 0, "skipped": 0}}
+        if not dry_run:
+            queue.add(ticket)
+
+    with http_client(site) as client:
+        for e in discover(site.sources, s, client, stats, progress):
+            res.found += 1
+            reason = flt.check(e.url)
+            if reason is not None:
+                filtered[reason] += 1
+                continue
+            key = normalize_url(e.url)
+            if not seen.add(key):
+                res.duplicates += 1
+                continue
+            if len(queued) and key in queued:
+                res.already_queued += 1
+                continue
+            prior = idx.get(e.url)
+            d = planner.decide(e.lastmod, e.changefreq, e.priority, prior)
+            if not d.due:
+                res.fresh += 1
+                continue
+            if limit is not None and res.kept >= limit:
+                res.over_limit += 1
+                continue
+            res.kept += 1
+            entry: dict[str, Any] = {"url": e.url, "last_seen": now}
+            if e.lastmod:
+                entry["lastmod"] = e.lastmod
+            if e.changefreq:
+                entry["changefreq"] = e.changefreq
+            if e.priority is not None:
+                entry["priority"] = e.priority
+            if getattr(e, "title", None):
+                entry["title"] = e.title
+            if prior:
+                entry["prior"] = {k: prior[k] for k in _CARRY if prior.get(k) is not None}
+            if d.new:
+                res.new += 1
+                batch.append(entry)
+                if len(batch) >= ticket_size:
+                    flush(batch)
+                    batch = []
+            else:
+                res.due_again += 1
+                stale.append((-d.score, entry))
+    if batch:
+        flush(batch)
+    stale.sort(key=lambda t: t[0])
+    for i in range(0, len(stale), ticket_size):
+        flush([e for _, e in stale[i:i + ticket_size]])
+
+    res.filtered = dict(filtered)
+    res.cross_host, res.invalid = stats.cross_host, stats.invalid_urls
+    res.sitemaps_read = stats.sitemaps_read
+    res.warnings = list(stats.errors)
+    res.seconds = time.monotonic() - t0
+    if res.over_limit:
+        res.warnings.append(f"max_urls_per_site={limit} reached: {res.over_limit} URLs left out")
+    if not dry_run:
+        os.sync()  # ticket files were written without per-file fsync; make them durable at once
+        manifest = state.read_manifest()
+        manifest.update({"site": site.name, "sources": list(site.sources),
+                         "base_dir": str(site.base_dir), "updated_at": utcnow()})
+        history = manifest.setdefault("prepares", [])
+        history.append({k: v for k, v in asdict(res).items() if k != "warnings"}
+                       | {"at": now, "run": run, "warnings": res.warnings[:20]})
+        del history[:-20]
+        state.write_manifest(manifest)
+    return res

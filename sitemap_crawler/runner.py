@@ -1,0 +1,200 @@
+"""`work`: start worker processes for a site, show progress, stop them cleanly, merge results.
+
+Signals: the first SIGINT/SIGTERM asks every worker to stop after its in-flight request and
+hand its ticket back with its progress; a second one within 3 s ends everything at once (the
+tickets of the killed workers are taken back by the next run: nothing is lost or torn, because
+every file is written by rename).  A worker process that receives a signal on its own (e.g. a
+``kill`` of one pid) stops alone; the others go on and take over its work.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import multiprocessing as mp
+import os
+import queue as queue_mod
+import signal
+import sys
+import threading
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+from sitemap_crawler import index as url_index
+from sitemap_crawler import logs
+from sitemap_crawler.config import Site, load_config
+from sitemap_crawler.heartbeat import Observer
+from sitemap_crawler.state import StateDir, new_worker_id
+from sitemap_crawler.tickets import TicketQueue, utcnow
+
+log = logging.getLogger(__name__)
+SECOND_SIGNAL_WINDOW = 3.0
+
+
+def _child(config_path: str, site_name: str, shared_stop: Any, q: Any) -> None:
+    """Entry point of a worker process (spawned: a clean interpreter, nothing inherited)."""
+    logs.setup_from_env()
+    local_stop = threading.Event()
+    first: list[float] = []
+
+    def on_signal(signum: int, _frame: Any) -> None:
+        now = time.monotonic()
+        if first and now - first[0] < SECOND_SIGNAL_WINDOW:
+            os._exit(130)
+        first[:] = [now]
+        local_stop.set()
+
+    signal.signal(signal.SIGINT, on_signal)
+    signal.signal(signal.SIGTERM, on_signal)
+
+    def follow_parent() -> None:
+        shared_stop.wait()
+        local_stop.set()
+
+    threading.Thread(target=follow_parent, daemon=True).start()
+    from sitemap_crawler.worker import Worker
+
+    site = load_config(Path(config_path)).site(site_name)
+    wid = new_worker_id()
+    stats = Worker(site, wid, local_stop, report=lambda c: q.put(("progress", dict(c)))).run()
+    q.put(("done", dict(stats)))
+
+
+def remaining_urls(state: StateDir) -> int:
+    q = TicketQueue(state, "status")
+    n = 0
+    for st in ("pending", "claimed"):
+        for name in q.names(st):
+            data = q.read(st, name)
+            if data:
+                n += max(0, len(data.get("urls", [])) - len(data.get("done") or {}))
+    return n
+
+
+class Display:
+    """rich progress on a terminal, a plain line every 10 s otherwise."""
+
+    def __init__(self, site: str, total: int) -> None:
+        self.site, self.total, self.t0 = site, total, time.monotonic()
+        self.last_line = self.t0
+        self.progress = None
+        if sys.stderr.isatty():
+            from rich.progress import (
+                BarColumn,
+                MofNCompleteColumn,
+                Progress,
+                TextColumn,
+                TimeRemainingColumn,
+            )
+            self.progress = Progress(TextColumn("{task.description}"), BarColumn(),
+                                     MofNCompleteColumn(), TextColumn("{task.fields[rate]}"),
+                                     TimeRemainingColumn(), transient=True)
+            self.progress.start()
+            self.task = self.progress.add_task(site, total=total, rate="")
+
+    def update(self, totals: Counter[str], workers: int) -> None:
+        done = totals["urls"]
+        dt = max(1e-6, time.monotonic() - self.t0)
+        rate = done / dt
+        if self.progress is not None:
+            self.progress.update(self.task, completed=done,
+                                 rate=f"{rate:.1f} pages/s, {workers} workers")
+        elif time.monotonic() - self.last_line >= 10:
+            self.last_line = time.monotonic()
+            eta = (self.total - done) / rate if rate > 0 else float("inf")
+            log.info("%s: %d/%d URLs, %.1f pages/s, %d workers, ETA %s", self.site, done,
+                     self.total, rate, workers, f"{eta:.0f}s" if eta != float("inf") else "?")
+
+    def close(self) -> None:
+        if self.progress is not None:
+            self.progress.stop()
+
+
+def run_site(config_path: Path, site: Site, workers: int) -> Counter[str]:
+    """Run ``workers`` processes on ``site`` until no work is left (or a stop signal)."""
+    state = StateDir(site.state_dir)
+    ctx = mp.get_context("spawn")
+    stop = ctx.Event()
+    q = ctx.Queue()
+    total = remaining_urls(state)
+    procs = [ctx.Process(target=_child, args=(str(config_path), site.name, stop, q),
+                         name=f"worker-{i}") for i in range(workers)]
+    signals: list[float] = []
+
+    def on_signal(signum: int, _frame: Any) -> None:
+        now = time.monotonic()
+        if signals and now - signals[0] < SECOND_SIGNAL_WINDOW:
+            for p in procs:
+                with contextlib.suppress(Exception):
+                    p.kill()
+            log.warning("stopped at once; unfinished tickets go back to pending on the next run")
+            os._exit(130)
+        signals[:] = [now]
+        stop.set()
+        log.warning("stopping: workers finish their in-flight request and hand their tickets "
+                    "back (press Ctrl+C again within 3 s to quit at once)")
+
+    old = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
+    totals: Counter[str] = Counter()
+    t0 = time.monotonic()
+    display = Display(site.name, total)
+    try:
+        for p in procs:
+            p.start()
+        finished = 0
+        while finished < len(procs):
+            try:
+                kind, data = q.get(timeout=0.5)
+            except queue_mod.Empty:
+                alive = sum(p.is_alive() for p in procs)
+                if alive == 0:
+                    break
+                display.update(totals, alive)
+                continue
+            if kind == "progress":
+                totals.update(data)
+            else:
+                finished += 1
+            display.update(totals, sum(p.is_alive() for p in procs))
+        for p in procs:
+            p.join(timeout=30)
+    finally:
+        display.close()
+        for s, h in old.items():
+            signal.signal(s, h)
+    totals["seconds"] = round(time.monotonic() - t0, 3)  # type: ignore[assignment]
+    died = [p for p in procs if p.exitcode not in (0, None)]
+    if died:
+        totals["workers_died"] = len(died)
+    finish_crawl(site, totals, interrupted=stop.is_set())
+    return totals
+
+
+def finish_crawl(site: Site, totals: Counter[str], interrupted: bool) -> None:
+    """Fold the journals into url-index.json and add this crawl to the manifest's history."""
+    state = StateDir(site.state_dir)
+    observer = Observer(state.workers, site.settings.crawl_state.heartbeat_timeout)
+    wid = new_worker_id()
+    url_index.merge(state, wid, observer.is_dead, observer.is_dead, site.base_dir)
+    manifest = state.read_manifest()
+    history = manifest.setdefault("crawls", [])
+    history.append({"finished_at": utcnow(), "interrupted": interrupted,
+                    **{k: v for k, v in totals.items()}})
+    del history[:-50]
+    manifest["last_crawl"] = history[-1]
+    state.write_manifest(manifest)
+
+
+def summary(site: str, t: Counter[str]) -> str:
+    secs = float(t.get("seconds", 0)) or 1e-9
+    urls = t["urls"]
+    skipped = {k.split(":", 1)[1]: v for k, v in t.items() if k.startswith("skipped:")}
+    skip_txt = ", ".join(f"{k} {v}" for k, v in sorted(skipped.items())) or "none"
+    failed = t["failed"] + t["failed_permanent"]
+    return (f"{site}: {urls} URLs in {secs:.1f}s ({urls / secs:.1f} pages/s): "
+            f"new {t['new']}, changed {t['changed']}, unchanged {t['unchanged_304']} (304) + "
+            f"{t['unchanged_hash']} (same content), removed {t['removed'] + t['gone']}, "
+            f"failed {failed}, skipped {sum(skipped.values())} ({skip_txt}); "
+            f"{t['bytes'] / 1e6:.1f} MB downloaded")

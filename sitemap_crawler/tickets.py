@@ -1,0 +1,268 @@
+"""The work queue: JSON tickets that change hands by rename, like Maildir's tmp→new→cur.
+
+File names (every name is unique for all time, so no rename ever targets an existing name)::
+
+    pending/<ticket>.<gen>.json               waiting; gen grows each time it is handed back
+    claimed/<ticket>.<gen>@<worker>.json      held by <worker>
+    completed/<ticket>.<gen>@<worker>.json    every URL reached a final state
+    failed/<ticket>.<gen>@<worker>.json       some URL used up its retries (``resume``)
+
+Invariants (see ../shared/netfs/README.md for why each primitive was chosen):
+
+* T1 (claim). A worker claims ``pending/X.g.json`` by renaming it to
+  ``claimed/X.g@<its id>.json`` and then checking that this destination exists: SMB can report
+  success to a rename loser, but only the winner's unique destination exists.  ENOENT, EBUSY,
+  EACCES, EPERM mean "lost the race".  Ticket files are never kept open.
+* T2 (ownership). A worker owns a ticket exactly while its claimed file exists under its own
+  name.  Before it writes a result or completes, it checks that; a worker that was paused or
+  cut off and lost its ticket drops it without writing anything else.
+* T3 (complete). ``claimed/X@w`` → ``completed/X@w`` (or ``failed/``) by rename: if the rename
+  fails, somebody took the ticket back and the worker drops it.  Only then is the completed
+  file, which nobody else ever touches, rewritten with the final progress.
+* T4 (hand back). With progress ``done`` (url → final outcome), a ticket is written as a *new*
+  file ``pending/X.<g+1>.json`` and the claimed file is removed.  A crash between the two steps
+  leaves two copies: the work is done twice (results are idempotent), never lost.
+* T5 (reclaim). Tickets of a dead worker (heartbeat.py decides) are taken by renaming
+  ``claimed/X@dead`` to ``claimed/X@me`` (one reclaimer wins, as in T1), their progress is read
+  back from the dead worker's journal, and they are handed back as in T4.
+* T6 (at-least-once). Every URL of a ticket is processed at least once; results (markdown
+  files, journal records) are idempotent, so doing one twice is harmless.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import random
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from sitemap_crawler.fsutil import TMP_PREFIX, atomic_write, move_exclusive, read_bytes
+from sitemap_crawler.state import StateDir
+
+FINAL = "final"
+
+
+def utcnow() -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+
+
+@dataclass(frozen=True)
+class TicketName:
+    ticket_id: str
+    gen: int
+    owner: str | None
+
+    @classmethod
+    def parse(cls, name: str) -> TicketName | None:
+        if not name.endswith(".json") or name.startswith(TMP_PREFIX):
+            return None
+        stem = name[:-5]
+        base, _, owner = stem.partition("@")
+        tid, _, gen = base.rpartition(".")
+        if not tid or not gen.isdigit():
+            return None
+        return cls(tid, int(gen), owner or None)
+
+    def file(self, owner: str | None = None, gen: int | None = None) -> str:
+        g = self.gen if gen is None else gen
+        o = owner if owner is not None else None
+        return f"{self.ticket_id}.{g}@{o}.json" if o else f"{self.ticket_id}.{g}.json"
+
+
+@dataclass
+class Claimed:
+    """A ticket this worker holds (T2): ``path`` is its claimed file."""
+
+    name: TicketName
+    path: Path
+    data: dict[str, Any]
+    done: dict[str, str] = field(default_factory=dict)
+    failures: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def ticket_id(self) -> str:
+        return self.name.ticket_id
+
+    @property
+    def urls(self) -> list[dict[str, Any]]:
+        return self.data.get("urls", [])
+
+    def remaining(self) -> Iterator[dict[str, Any]]:
+        for u in self.urls:
+            if u["url"] not in self.done:
+                yield u
+
+
+class TicketQueue:
+    def __init__(self, state: StateDir, worker_id: str) -> None:
+        self.state = state
+        self.worker_id = worker_id
+        self.dirs = {s: state.ticket_dir(s) for s in ("pending", "claimed", "completed", "failed")}
+
+    # -- listing -----------------------------------------------------------------------------
+    def names(self, state: str) -> list[TicketName]:
+        try:
+            entries = os.listdir(self.dirs[state])
+        except FileNotFoundError:
+            return []
+        out = [n for n in (TicketName.parse(e) for e in entries) if n is not None]
+        out.sort(key=lambda n: (n.ticket_id, n.gen))
+        return out
+
+    def counts(self) -> dict[str, int]:
+        """Tickets per state, each ticket counted once even if a crash left two copies."""
+        counts: dict[str, int] = {}
+        seen: set[str] = set()
+        for s in ("completed", "claimed", "failed", "pending"):
+            ids = {n.ticket_id for n in self.names(s)} - seen
+            counts[s] = len(ids)
+            seen |= ids
+        return counts
+
+    # -- creation ----------------------------------------------------------------------------
+    def add(self, ticket: dict[str, Any]) -> Path:
+        """Write a new pending ticket (gen 0).  prepare calls os.sync() once at its end."""
+        path = self.dirs["pending"] / f"{ticket['ticket_id']}.0.json"
+        atomic_write(path, json.dumps(ticket, separators=(",", ":")), fsync=False)
+        return path
+
+    # -- T1 ----------------------------------------------------------------------------------
+    def claim(self) -> Claimed | None:
+        names = self.names("pending")
+        if not names:
+            return None
+        # Workers would all race for the first ticket: each tries a random one of the first few.
+        head = names[:8]
+        random.shuffle(head)
+        for name in head + names[8:64]:
+            got = self._take(self.dirs["pending"] / name.file(), name)
+            if got is not None:
+                return got
+        return None
+
+    def _take(self, src: Path, name: TicketName) -> Claimed | None:
+        dst = self.dirs["claimed"] / name.file(self.worker_id)
+        if not move_exclusive(src, dst):
+            return None
+        raw = read_bytes(dst)
+        try:
+            data = json.loads(raw) if raw else None
+        except ValueError:
+            data = None
+        if not isinstance(data, dict) or not isinstance(data.get("urls"), list):
+            self._quarantine(dst)
+            return None
+        data["claimed_by"], data["claimed_at"] = self.worker_id, utcnow()
+        c = Claimed(TicketName(name.ticket_id, name.gen, self.worker_id), dst, data)
+        c.done = dict(data.get("done") or {})
+        return c
+
+    def _quarantine(self, path: Path) -> None:
+        """A ticket that cannot be read (torn by a power loss) goes aside, never silently away."""
+        bad = self.state.tickets / "corrupt"
+        bad.mkdir(exist_ok=True)
+        with contextlib.suppress(OSError):
+            os.rename(path, bad / path.name)
+
+    # -- T2 ----------------------------------------------------------------------------------
+    def owned(self, c: Claimed) -> bool:
+        return c.path.exists()
+
+    # -- T3 ----------------------------------------------------------------------------------
+    def finish(self, c: Claimed) -> str | None:
+        """Move to completed/ (or failed/ if some URL failed); None if the ticket was lost."""
+        state = "failed" if c.failures else "completed"
+        dst = self.dirs[state] / c.path.name
+        if not move_exclusive(c.path, dst):
+            return None
+        c.data.update(self._progress(c))
+        c.data["completed_at"] = utcnow()
+        atomic_write(dst, json.dumps(c.data, separators=(",", ":")))
+        return state
+
+    # -- T4 ----------------------------------------------------------------------------------
+    def hand_back(self, c: Claimed) -> bool:
+        """Return a held ticket to pending/ with its progress, for the next owner to continue."""
+        if not self.owned(c):
+            return False
+        data = dict(c.data)
+        data.update(self._progress(c))
+        data["claimed_by"] = data["claimed_at"] = None
+        data["gen"] = c.name.gen + 1
+        dst = self.dirs["pending"] / c.name.file(owner=None, gen=c.name.gen + 1)
+        if not dst.exists():
+            atomic_write(dst, json.dumps(data, separators=(",", ":")))
+        with contextlib.suppress(FileNotFoundError):
+            c.path.unlink()
+        return True
+
+    def _progress(self, c: Claimed) -> dict[str, Any]:
+        total = len(c.urls)
+        ok = sum(1 for v in c.done.values() if not v.startswith(("skipped", "permanent")))
+        skipped = sum(1 for v in c.done.values() if v.startswith("skipped"))
+        permanent = sum(1 for v in c.done.values() if v.startswith("permanent"))
+        return {"done": c.done, "failures": c.failures,
+                "progress": {"total": total, "success": ok, "skipped": skipped,
+                             "failed": permanent + len(c.failures),
+                             "remaining": total - len(c.done)}}
+
+    # -- T5 ----------------------------------------------------------------------------------
+    def reclaim(self, is_dead: Callable[[str], bool],
+                progress_of: Callable[[str, str], dict[str, str]]) -> list[str]:
+        """Hand back every ticket held by a dead worker; returns the dead workers' ids."""
+        dead: set[str] = set()
+        verdict: dict[str, bool] = {}
+        for name in self.names("claimed"):
+            owner = name.owner
+            if owner is None or owner == self.worker_id:
+                continue
+            if owner not in verdict:
+                verdict[owner] = is_dead(owner)
+            if not verdict[owner]:
+                continue
+            c = self._take(self.dirs["claimed"] / name.file(owner), name)
+            if c is None:
+                continue
+            c.done.update(progress_of(owner, name.ticket_id))
+            self.hand_back(c)
+            dead.add(owner)
+        return sorted(dead)
+
+    def resume_failed(self) -> int:
+        """failed/ → pending/ (gen+1), keeping what finished and retrying only what failed."""
+        n = 0
+        for name in self.names("failed"):
+            c = self._take(self.dirs["failed"] / name.file(name.owner), name)
+            if c is None:
+                continue
+            c.failures = {}
+            self.hand_back(c)
+            n += 1
+        return n
+
+    def read(self, state: str, name: TicketName) -> dict[str, Any] | None:
+        raw = read_bytes(self.dirs[state] / name.file(name.owner))
+        try:
+            data = json.loads(raw) if raw else None
+        except ValueError:
+            return None
+        return data if isinstance(data, dict) else None
+
+    def has_work(self) -> bool:
+        return bool(self.names("pending") or self.names("claimed"))
+
+    def pending_urls(self) -> Iterator[str]:
+        """Every URL in pending, claimed or failed tickets (prepare's idempotence)."""
+        for state in ("pending", "claimed", "failed"):
+            for name in self.names(state):
+                data = self.read(state, name)
+                if data:
+                    done = data.get("done") or {}
+                    for u in data.get("urls", []):
+                        if u.get("url") not in done:
+                            yield u["url"]

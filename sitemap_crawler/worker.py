@@ -1,0 +1,346 @@
+"""One worker: claim a ticket, fetch its URLs politely, write markdown, journal the results.
+
+This module ties the parts together and owns no protocol of its own: claiming and handing
+back are tickets.py (T1–T6), liveness is heartbeat.py (H1–H5), politeness is hostgate.py and
+fetch.py, results go to journal.py and the markdown files (output.py).  The one rule it adds:
+**W1** — ownership of the ticket is checked (T2) after every fetch and *before* anything is
+written, so a worker that was paused past the heartbeat timeout and lost its ticket writes
+nothing more for it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import logging
+import shutil
+import threading
+import time
+from collections import Counter
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from sitemap_crawler.charset import decode_html
+from sitemap_crawler.config import Site
+from sitemap_crawler.convert import (
+    html_to_markdown,
+    parse_robots_directives,
+    render_document,
+    text_document,
+)
+from sitemap_crawler.fetch import Fetcher, FetchResult
+from sitemap_crawler.heartbeat import Heartbeat, Observer
+from sitemap_crawler.hostgate import HostGate
+from sitemap_crawler.journal import Journal, ticket_progress
+from sitemap_crawler.output import OutputLayout, write_if_changed
+from sitemap_crawler.plan import parse_ts
+from sitemap_crawler.state import StateDir
+from sitemap_crawler.tickets import Claimed, TicketQueue, utcnow
+from sitemap_crawler.urls import host_of, normalize_url
+
+log = logging.getLogger(__name__)
+
+HTML_TYPES = {"text/html", "application/xhtml+xml"}
+EMA_ALPHA = 0.3  # weight of the newest observation in change_frequency (seed 002, phase 4)
+
+
+class TicketLost(Exception):
+    """W1: the ticket was taken back while this worker was paused or cut off."""
+
+
+class Worker:
+    def __init__(self, site: Site, worker_id: str, stop: threading.Event | Any,
+                 report: Callable[[Counter[str]], None] | None = None) -> None:
+        self.site = site
+        self.s = site.settings
+        self.wid = worker_id
+        self.stop = stop
+        self.report = report
+        self.state = StateDir(site.state_dir)
+        self.stats: Counter[str] = Counter()
+        self._pending_report: Counter[str] = Counter()
+        self._last_report = time.monotonic()
+
+    # -- main loop ---------------------------------------------------------------------------
+    def run(self) -> Counter[str]:
+        s = self.s
+        self.state.ensure()
+        self.heartbeat = Heartbeat(self.state.workers, self.wid,
+                                   s.crawl_state.heartbeat_interval).start()
+        self.observer = Observer(self.state.workers, s.crawl_state.heartbeat_timeout)
+        self.queue = TicketQueue(self.state, self.wid)
+        self.journal = Journal(self.state.journal, self.wid)
+        self.layout = OutputLayout(self.site.base_dir, s.output, self.site.name)
+        hosts = {host_of(src) for src in self.site.sources}
+        hosts |= {h[4:] if h.startswith("www.") else "www." + h for h in hosts}
+        gate_stop = self.stop if isinstance(self.stop, threading.Event) else _EventAdapter(
+            self.stop)
+        self.gate = HostGate(self.state.hosts, self.wid, self.observer.is_dead)
+        self.fetcher = Fetcher(s, gate=self.gate, stop=gate_stop, allowed_hosts=hosts)
+        try:
+            self._loop()
+        finally:
+            self.fetcher.close()
+            self.journal.close()
+            self.heartbeat.stop(remove=True)
+            self._flush_report(force=True)
+        return self.stats
+
+    def _loop(self) -> None:
+        while not self.stop.is_set():
+            c = self.queue.claim()
+            if c is not None:
+                self._run_ticket(c)
+                continue
+            dead = self.queue.reclaim(self.observer.is_dead, self._progress_of)
+            for w in dead:
+                log.warning("worker %s is dead: its tickets went back to pending", w,
+                            extra={"worker": self.wid})
+                self.observer.bury(w)
+                self.stats["reclaimed_from_dead"] += 1
+            if dead:
+                continue
+            if not self.queue.has_work():
+                return
+            self.stop.wait(min(1.0, self.s.crawl_state.heartbeat_interval))
+
+    def _progress_of(self, worker: str, ticket_id: str) -> dict[str, str]:
+        return ticket_progress(self.state.journal, worker, ticket_id)
+
+    def _run_ticket(self, c: Claimed) -> None:
+        self.heartbeat.update(ticket=c.ticket_id)
+        ctx = {"worker": self.wid, "ticket": c.ticket_id}
+        try:
+            for entry in list(c.remaining()):
+                if self.stop.is_set():
+                    self.journal.sync()
+                    self.queue.hand_back(c)
+                    log.info("handed ticket %s back with %d/%d done", c.ticket_id,
+                             len(c.done), len(c.urls), extra=ctx)
+                    return
+                self._run_url(c, entry)
+            self.journal.sync()
+            state = self.queue.finish(c)
+            if state is None:
+                raise TicketLost(c.ticket_id)
+            self.stats[f"tickets_{state}"] += 1
+            self._count(Counter({f"tickets_{state}": 1}))
+        except TicketLost:
+            self.stats["tickets_lost"] += 1
+            log.warning("ticket %s was taken back while this worker was away; dropped it",
+                        c.ticket_id, extra=ctx)
+        finally:
+            self.heartbeat.update(ticket=None)
+
+    # -- one URL -----------------------------------------------------------------------------
+    def _run_url(self, c: Claimed, entry: dict[str, Any]) -> None:
+        url = entry["url"]
+        prior: dict[str, Any] = entry.get("prior") or {}
+        r = self.fetcher.fetch(url, etag=prior.get("etag"),
+                               last_modified=prior.get("last_modified"))
+        if r.outcome == "interrupted":
+            return
+        if not self.queue.owned(c):  # W1
+            raise TicketLost(c.ticket_id)
+        now = utcnow()
+        rec: dict[str, Any] = {
+            "url": url, "ticket": c.ticket_id, "worker": self.wid, "final": True,
+            "last_crawled": now, "status_code": r.status or None,
+            "first_seen": prior.get("first_seen") or now,
+            "bytes": r.bytes_received, "elapsed": round(r.elapsed, 4),
+        }
+        if r.final_url != url:
+            rec["final_url"] = r.final_url
+        for k in ("lastmod", "changefreq", "priority"):
+            if entry.get(k) is not None:
+                rec[k] = entry[k]
+        kind, done = self._classify(r, url, entry, prior, rec)
+        rec["outcome"] = kind
+        if done is None:  # retryable: not final, the ticket goes to failed/ for `resume`
+            rec["final"] = False
+            rec["failed"] = True
+            c.failures[url] = r.reason or "error"
+        else:
+            c.done[url] = done
+            rec.pop("failed", None)
+        self.journal.append(rec)
+        self.stats["urls"] += 1
+        self.stats[kind] += 1
+        self.stats["bytes"] += r.bytes_received
+        self._count(Counter({"urls": 1, kind: 1, "bytes": r.bytes_received}))
+
+    def _classify(self, r: FetchResult, url: str, entry: dict[str, Any],
+                  prior: dict[str, Any], rec: dict[str, Any]) -> tuple[str, str | None]:
+        """What happened to this URL: (kind for stats, outcome for the ticket or None)."""
+        carry = {k: prior[k] for k in ("content_hash", "raw_hash", "file_path", "last_changed",
+                                       "changes_detected", "change_frequency") if k in prior}
+        if r.outcome == "not_modified":
+            rec.update(carry)
+            rec["etag"] = r.etag or prior.get("etag")
+            rec["last_modified"] = r.last_modified or prior.get("last_modified")
+            rec["status_code"] = 304
+            return "unchanged_304", "not_modified"
+        if r.outcome == "ok":
+            return self._store(r, url, entry, prior, rec, carry)
+        if r.outcome == "permanent":
+            if r.status in (404, 410):
+                self._remove(prior, rec)
+                return ("removed" if prior.get("file_path") else "gone"), f"permanent:{r.reason}"
+            rec.update(carry)
+            return "failed_permanent", f"permanent:{r.reason}"
+        if r.outcome == "skipped":
+            rec.update(carry)
+            rec["skipped"] = r.reason
+            return f"skipped:{r.reason}", f"skipped:{r.reason}"
+        rec.update(carry)
+        rec["error"] = r.reason
+        return "failed", None
+
+    def _store(self, r: FetchResult, url: str, entry: dict[str, Any], prior: dict[str, Any],
+               rec: dict[str, Any], carry: dict[str, Any]) -> tuple[str, str | None]:
+        rec["etag"], rec["last_modified"] = r.etag, r.last_modified
+        raw_hash = "sha256:" + hashlib.sha256(r.body).hexdigest()
+        rec["raw_hash"] = raw_hash
+        meta = {"status": r.status, "etag": r.etag, "last_modified": r.last_modified}
+        if r.content_type in HTML_TYPES:
+            text, _enc = decode_html(r.body, r.headers.get("content-type"))
+            page = html_to_markdown(text, r.final_url)
+            noindex = page.noindex or parse_robots_directives(r.headers.get("x-robots-tag", ""))[0]
+            if noindex:
+                rec.update(carry)
+                return "skipped:noindex", "skipped:noindex"
+            if page.canonical and normalize_url(page.canonical) not in (
+                    normalize_url(url), normalize_url(r.final_url)) \
+                    and host_of(page.canonical) == host_of(url):
+                rec.update(carry)
+                rec["canonical"] = page.canonical
+                return "skipped:non_canonical", "skipped:non_canonical"
+            if page.text_chars < self.s.min_content_chars:
+                rec.update(carry)
+                return "skipped:too_short", "skipped:too_short"
+            content_hash = page.content_hash
+            title = page.title or entry.get("title") or ""
+
+            def render() -> str:
+                return render_document(page, url=url, final_url=r.final_url, status=r.status,
+                                       fetched_at=rec["last_crawled"],
+                                       extra={k: v for k, v in meta.items() if v})
+        else:
+            text = r.body.decode("utf-8", errors="replace")
+            content_hash = "sha256:" + hashlib.sha256(
+                " ".join(text.split()).encode()).hexdigest()
+            title = entry.get("title") or ""
+
+            def render() -> str:
+                return text_document(text, url=url, final_url=r.final_url, status=r.status,
+                                     fetched_at=rec["last_crawled"], title=title,
+                                     extra={k: v for k, v in meta.items() if v})
+        rec["content_hash"] = content_hash
+        rec["title"] = title
+        path = self._path_for(url, prior)
+        rec["file_path"] = path.as_posix()
+        full = self.site.base_dir / path
+        old_hash = prior.get("content_hash")
+        if old_hash == content_hash and full.exists():
+            rec.update({k: carry[k] for k in ("last_changed", "changes_detected",
+                                              "change_frequency") if k in carry})
+            return "unchanged_hash", "unchanged"
+        if old_hash and prior.get("etag") and r.etag == prior.get("etag"):
+            log.warning("%s: the ETag did not change but the content did; trusting the content",
+                        url, extra={"worker": self.wid, "url": url})
+            rec["validators_lie"] = True
+        write_if_changed(full, render())
+        if not old_hash:
+            rec["last_changed"] = rec["last_crawled"]
+            rec["changes_detected"] = 0
+            rec["change_frequency"] = 0.0
+            return "new", "ok"
+        self._track_change(prior, rec)
+        return "changed", "ok"
+
+    def _track_change(self, prior: dict[str, Any], rec: dict[str, Any]) -> None:
+        rec["changes_detected"] = int(prior.get("changes_detected") or 0) + 1
+        rec["last_changed"] = rec["last_crawled"]
+        freq = float(prior.get("change_frequency") or 0.0)
+        last = parse_ts(prior.get("last_crawled"))
+        now = parse_ts(rec["last_crawled"])
+        if last is not None and now is not None and now > last:
+            observed = 86400.0 / (now - last)  # changes per day over this period
+            freq = EMA_ALPHA * observed + (1 - EMA_ALPHA) * freq
+        rec["change_frequency"] = round(freq, 6)
+
+    def _path_for(self, url: str, prior: dict[str, Any]) -> Path:
+        if prior.get("file_path"):
+            return Path(prior["file_path"])
+        path = self.layout.path_for(url)
+        return self.layout.resolve_collision(path, url, self._owner_of)
+
+    def _owner_of(self, rel: Path) -> str | None:
+        """The URL a markdown file was written for, from its front matter (collisions)."""
+        full = self.site.base_dir / rel
+        try:
+            with open(full, encoding="utf-8", errors="replace") as f:
+                head = f.read(4096)
+        except OSError:
+            return None
+        for line in head.splitlines()[1:]:
+            if line.startswith("url:"):
+                return line[4:].strip().strip("'\"")
+            if line == "---":
+                break
+        return None
+
+    def _remove(self, prior: dict[str, Any], rec: dict[str, Any]) -> None:
+        """A 404/410: remove (or move aside) the markdown and keep a tombstone in the index."""
+        rec["removed"] = True
+        rec["removed_at"] = rec["last_crawled"]
+        fp = prior.get("file_path")
+        if not fp:
+            return
+        rec["file_path"] = fp
+        full = self.site.base_dir / fp
+        mode = self.s.on_removed
+        if mode == "delete":
+            with contextlib.suppress(FileNotFoundError):
+                full.unlink()
+        elif mode == "move" and full.exists():
+            dest = self.site.base_dir / ".removed" / fp
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            shutil.move(full, dest)
+
+    # -- progress ----------------------------------------------------------------------------
+    def _count(self, delta: Counter[str]) -> None:
+        if self.report is None:
+            return
+        self._pending_report.update(delta)
+        self._flush_report()
+
+    def _flush_report(self, force: bool = False) -> None:
+        if self.report is None or not self._pending_report:
+            return
+        now = time.monotonic()
+        if force or now - self._last_report > 0.25:
+            self.report(self._pending_report)
+            self._pending_report = Counter()
+            self._last_report = now
+            self.heartbeat.update(urls_done=self.stats["urls"])
+
+
+class _EventAdapter(threading.Event):
+    """A threading.Event view of a multiprocessing.Event (the fetcher waits on it)."""
+
+    def __init__(self, ev: Any) -> None:
+        super().__init__()
+        self._ev = ev
+
+    def is_set(self) -> bool:
+        return self._ev.is_set()
+
+    def wait(self, timeout: float | None = None) -> bool:
+        return self._ev.wait(timeout)
+
+    def set(self) -> None:
+        self._ev.set()
+
+

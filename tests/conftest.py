@@ -1,0 +1,60 @@
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).parent))
+
+from httpserver import LocalServer
+
+
+@pytest.fixture
+def server():
+    with LocalServer() as srv:
+        yield srv
+
+
+# --- real network shares (../shared/netfs) ------------------------------------------------
+import os  # noqa: E402
+import subprocess  # noqa: E402
+
+NETFS_SCRIPTS = Path(__file__).resolve().parents[1].parent / "shared" / "netfs"
+NETFS_DIR = Path(os.environ.get("NETFS_DIR", os.path.join(os.environ.get("TMPDIR", "/tmp"),
+                                                            "netfs")))
+
+
+def _mounted(path: Path) -> bool:
+    try:
+        return f" {path} fuse" in Path("/proc/mounts").read_text()
+    except OSError:
+        return False
+
+
+def netfs_pair(kind: str) -> tuple[Path, Path]:
+    """Mount A and mount B of one real share ('smb' or 'sshfs'), brought up if needed.
+
+    Skips the test when the share cannot be brought up on this machine; in CI, .ci/run
+    brings both up first and sets SITEMAP_CRAWLER_REQUIRE_NETFS=1 so a skip becomes a failure.
+    """
+    a, b = NETFS_DIR / "mnt" / f"{kind}-a", NETFS_DIR / "mnt" / f"{kind}-b"
+    if not (_mounted(a) and _mounted(b)):
+        script = NETFS_SCRIPTS / f"setup-{kind}.sh"
+        if script.exists():
+            subprocess.run(["bash", str(script), "up"], capture_output=True, timeout=300)
+    if not (_mounted(a) and _mounted(b)):
+        if os.environ.get("SITEMAP_CRAWLER_REQUIRE_NETFS") == "1":
+            pytest.fail(f"{kind} share is not mounted at {a} and {b}")
+        pytest.skip(f"{kind} share not available")
+    return a, b
+
+
+@pytest.fixture(params=["smb", "sshfs"])
+def share(request, tmp_path):
+    """(dir on mount A, same dir on mount B, kind): one fresh directory on a real share."""
+    a, b = netfs_pair(request.param)
+    name = f"t-{os.getpid()}-{tmp_path.name}"
+    (a / name).mkdir()
+    yield a / name, b / name, request.param
+    subprocess.run(["rm", "-rf", str(a / name)], capture_output=True, timeout=120)

@@ -1,0 +1,209 @@
+"""The ticket protocol (tickets.py T1–T6) raced by real processes, on local disk and real shares."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from sitemap_crawler.heartbeat import Heartbeat, Observer
+from sitemap_crawler.journal import Journal, ticket_progress
+from sitemap_crawler.state import StateDir
+from sitemap_crawler.tickets import TicketName, TicketQueue
+
+AGENT = Path(__file__).parent / "protocol_agent.py"
+
+
+def make_tickets(root: Path, n: int, size: int = 3) -> StateDir:
+    state = StateDir(root)
+    state.ensure()
+    q = TicketQueue(state, "prepare")
+    for i in range(n):
+        q.add({"ticket_id": f"t-{i:04d}", "site": "s", "gen": 0,
+               "urls": [{"url": f"https://h/{i}/{j}"} for j in range(size)]})
+    return state
+
+
+def race(roots: list[Path], out: Path, procs_per_root: int, hold: float = 0.0) -> list[str]:
+    procs = [subprocess.Popen([sys.executable, str(AGENT), "drain", str(r), str(out), str(hold)])
+             for r in roots for _ in range(procs_per_root)]
+    for p in procs:
+        assert p.wait(timeout=240) == 0
+    return out.read_text().split("\n")[:-1] if out.exists() else []
+
+
+def test_ticket_names_round_trip():
+    n = TicketName.parse("20261121T1200ab-00001.3@host-12-abcdef.json")
+    assert n == TicketName("20261121T1200ab-00001", 3, "host-12-abcdef")
+    assert n.file("host-12-abcdef") == "20261121T1200ab-00001.3@host-12-abcdef.json"
+    assert TicketName.parse(".tmp-x.0.json.1.ab") is None
+    assert TicketName.parse("garbage.json") is None
+
+
+def test_four_processes_claim_every_ticket_exactly_once(tmp_path):
+    state = make_tickets(tmp_path / "st", 200)
+    lines = race([state.root], tmp_path / "out.txt", 4)
+    ids = Counter(line.split()[0] for line in lines)
+    assert len(ids) == 200 and max(ids.values()) == 1
+    assert len({line.split()[1] for line in lines}) >= 2  # the work was really shared
+    q = TicketQueue(state, "check")
+    assert q.counts() == {"completed": 200, "claimed": 0, "failed": 0, "pending": 0}
+
+
+@pytest.mark.netfs
+def test_claim_race_across_two_mounts_of_a_real_share(share, tmp_path):
+    a, b, kind = share
+    make_tickets(a, 60)
+    if kind == "sshfs":
+        time.sleep(0.5)
+    lines = race([a, b], tmp_path / "out.txt", 2)
+    ids = Counter(line.split()[0] for line in lines)
+    # T1: never two owners; T6: every ticket done.
+    assert max(ids.values()) == 1, [t for t, n in ids.items() if n > 1]
+    assert len(ids) == 60, f"{kind}: {60 - len(ids)} tickets not completed"
+
+
+def test_hand_back_keeps_progress_and_new_owner_skips_done_urls(tmp_path):
+    state = make_tickets(tmp_path, 1, size=4)
+    w1 = TicketQueue(state, "w1-1-aaaaaa")
+    c = w1.claim()
+    assert c is not None and c.path.name == "t-0000.0@w1-1-aaaaaa.json"
+    c.done["https://h/0/0"] = "ok"
+    c.done["https://h/0/1"] = "skipped:robots"
+    assert w1.hand_back(c)
+    assert os.listdir(state.ticket_dir("claimed")) == []
+    assert os.listdir(state.ticket_dir("pending")) == ["t-0000.1.json"]
+    c2 = TicketQueue(state, "w2-2-bbbbbb").claim()
+    assert c2 is not None and c2.name.gen == 1
+    assert [u["url"] for u in c2.remaining()] == ["https://h/0/2", "https://h/0/3"]
+    assert json.loads(c2.path.read_text())["progress"]["remaining"] == 2
+
+
+def test_lost_ticket_cannot_be_completed_by_its_old_owner(tmp_path):
+    state = make_tickets(tmp_path, 1)
+    w1 = TicketQueue(state, "w1-1-aaaaaa")
+    c = w1.claim()
+    assert c is not None
+    # Another worker decides w1 is dead and takes the ticket back (T5).
+    w2 = TicketQueue(state, "w2-2-bbbbbb")
+    assert w2.reclaim(lambda w: w == "w1-1-aaaaaa", lambda w, t: {}) == ["w1-1-aaaaaa"]
+    assert not w1.owned(c)
+    assert w1.finish(c) is None  # T3: the paused owner's completion is refused
+    assert w1.hand_back(c) is False
+    assert [n.gen for n in w2.names("pending")] == [1]
+    assert w2.counts()["completed"] == 0
+
+
+def test_reclaim_reads_progress_from_the_dead_workers_journal(tmp_path):
+    state = make_tickets(tmp_path, 1, size=3)
+    dead = "deadhost-99-cccccc"
+    c = TicketQueue(state, dead).claim()
+    assert c is not None
+    j = Journal(state.journal, dead)
+    j.append({"url": "https://h/0/0", "ticket": c.ticket_id, "final": True, "outcome": "new"})
+    j.append({"url": "https://h/0/1", "ticket": c.ticket_id, "final": False,
+              "outcome": "failed"})
+    os.write(j._fd, b'{"url": "https://h/0/2", "ticket": "t-00')  # torn by a crash
+    assert ticket_progress(state.journal, dead, c.ticket_id) == {"https://h/0/0": "new"}
+    me = TicketQueue(state, "me-1-dddddd")
+    me.reclaim(lambda w: w == dead,
+               lambda w, t: ticket_progress(state.journal, w, t))
+    c2 = me.claim()
+    assert c2 is not None
+    assert [u["url"] for u in c2.remaining()] == ["https://h/0/1", "https://h/0/2"]
+
+
+def test_failed_tickets_resume_only_the_failed_urls(tmp_path):
+    state = make_tickets(tmp_path, 1, size=3)
+    q = TicketQueue(state, "w-1-aaaaaa")
+    c = q.claim()
+    assert c is not None
+    c.done["https://h/0/0"] = "ok"
+    c.done["https://h/0/1"] = "permanent:http_404"
+    c.failures["https://h/0/2"] = "http_503"
+    assert q.finish(c) == "failed"
+    assert q.resume_failed() == 1
+    c2 = q.claim()
+    assert c2 is not None and [u["url"] for u in c2.remaining()] == ["https://h/0/2"]
+
+
+def test_corrupt_ticket_is_quarantined_not_lost(tmp_path):
+    state = make_tickets(tmp_path, 2)
+    (state.ticket_dir("pending") / "t-0000.0.json").write_bytes(b"")  # power loss
+    q = TicketQueue(state, "w-1-aaaaaa")
+    got = [q.claim(), q.claim()]
+    assert sum(c is not None for c in got) == 1
+    assert os.listdir(state.tickets / "corrupt") == ["t-0000.0@w-1-aaaaaa.json"]
+
+
+# -- heartbeats (heartbeat.py H1–H5) --------------------------------------------------------
+
+BEATER = """
+import sys, time
+from pathlib import Path
+from sitemap_crawler.heartbeat import Heartbeat
+from sitemap_crawler.state import new_worker_id
+wid = new_worker_id() if sys.argv[2] == "auto" else sys.argv[2]
+hb = Heartbeat(Path(sys.argv[1]), wid, 0.2).start()
+print("up", flush=True)
+time.sleep(120)
+"""
+
+
+def start_beater(workers: Path, wid: str) -> subprocess.Popen[str]:
+    p = subprocess.Popen([sys.executable, "-c", BEATER, str(workers), wid],
+                         stdout=subprocess.PIPE, text=True)
+    assert p.stdout is not None and p.stdout.readline().strip() == "up"
+    return p
+
+
+def test_paused_remote_worker_is_dead_only_after_timeout_of_unchanged_heartbeat(tmp_path):
+    (tmp_path / "w").mkdir()
+    wid = "otherhost-1-abcdef"  # not this host: judged by content only (H2)
+    p = start_beater(tmp_path / "w", wid)
+    try:
+        obs = Observer(tmp_path / "w", timeout=1.0)
+        t_end = time.monotonic() + 1.6
+        while time.monotonic() < t_end:  # beating: never dead
+            assert not obs.is_dead(wid)
+            time.sleep(0.1)
+        os.kill(p.pid, signal.SIGSTOP)
+        t0 = time.monotonic()
+        while not obs.is_dead(wid):
+            assert time.monotonic() - t0 < 5
+            time.sleep(0.05)
+        assert time.monotonic() - t0 >= 0.8  # not before the timeout (minus one interval)
+        os.kill(p.pid, signal.SIGCONT)
+        time.sleep(0.5)
+        assert not obs.is_dead(wid)  # it came back: content changes again
+    finally:
+        p.kill()
+        p.wait()
+
+
+def test_local_worker_with_a_dead_pid_is_dead_at_once(tmp_path):
+    state = StateDir(tmp_path)
+    state.ensure()
+    p = start_beater(state.workers, "auto")
+    wid = (state.workers / os.listdir(state.workers)[0]).name[:-5]
+    obs = Observer(state.workers, timeout=3600)
+    assert not obs.is_dead(wid)
+    p.kill()
+    p.wait()
+    assert obs.is_dead(wid)  # H3: no need to wait an hour on our own machine
+
+
+def test_buried_worker_notices_on_its_next_beat(tmp_path):
+    hb = Heartbeat(tmp_path, "h-1-aaaaaa", 3600).start()
+    Observer(tmp_path, 1).bury("h-1-aaaaaa")
+    hb.beat()
+    assert hb.declared_dead.is_set()
+    assert (tmp_path / "h-1-aaaaaa.lock").exists()
+    hb.stop()
