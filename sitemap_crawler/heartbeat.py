@@ -13,7 +13,8 @@ Protocol (measured on real shares, ../shared/netfs/README.md):
   shares, and attribute caches lie.  A fresh observer therefore needs ``heartbeat_timeout``
   seconds of watching before it may call a remote worker dead.
 * H3. Shortcut on the observer's own machine: a worker whose id names this host and whose pid
-  is not running (or runs a different process: start time differs) is dead at once.
+  is not running (or runs a different process: start time differs) is dead at once.  A pid
+  that runs proves nothing (the process may be paused): then H2 decides.
 * H4. A worker named in a claimed ticket but with no heartbeat file is watched the same way
   (its file may not be visible yet: sshfs shows new files to the other mount after ~20 s).
 * H5. A worker that was declared dead finds its file gone or renamed to ``.dead`` when it next
@@ -161,9 +162,10 @@ class Observer:
         return pid_alive(parsed[1], start)
 
     def is_dead(self, worker_id: str) -> bool:
-        local = self.local_verdict(worker_id)
-        if local is not None:
-            return not local
+        # H3 only ever shortens the wait: a local pid that still runs may be paused (SIGSTOP),
+        # so "alive" is still judged by the heartbeat's content (H2).
+        if self.local_verdict(worker_id) is False:
+            return True
         return self.observe(worker_id) >= self.timeout
 
     def known_workers(self) -> list[str]:

@@ -207,3 +207,22 @@ def test_buried_worker_notices_on_its_next_beat(tmp_path):
     assert hb.declared_dead.is_set()
     assert (tmp_path / "h-1-aaaaaa.lock").exists()
     hb.stop()
+
+
+def test_paused_local_worker_is_judged_by_its_heartbeat_not_its_pid(tmp_path):
+    state = StateDir(tmp_path)
+    state.ensure()
+    p = start_beater(state.workers, "auto")
+    wid = os.listdir(state.workers)[0][:-5]
+    try:
+        obs = Observer(state.workers, timeout=1.0)
+        assert not obs.is_dead(wid)
+        os.kill(p.pid, signal.SIGSTOP)  # pid alive, heartbeat frozen
+        t0 = time.monotonic()
+        while not obs.is_dead(wid):
+            assert time.monotonic() - t0 < 5
+            time.sleep(0.05)
+    finally:
+        os.kill(p.pid, signal.SIGCONT)
+        p.kill()
+        p.wait()

@@ -1,0 +1,189 @@
+"""`work` end to end: real worker processes, a real HTTP server, real signals, real shares."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import time
+from collections import Counter
+from pathlib import Path
+
+import pytest
+import yaml
+from sites import cli, doc_site, popen_cli, write_config
+
+from sitemap_crawler.heartbeat import read_heartbeat
+from sitemap_crawler.tickets import TicketName
+
+
+def state_dir(out: Path) -> Path:
+    return out / ".crawl-state" / "docs"
+
+
+def front_matter(path: Path) -> dict:
+    text = path.read_text()
+    assert text.startswith("---\n")
+    return yaml.safe_load(text[4:text.index("\n---", 4)])
+
+
+def completed_ids(out: Path) -> Counter[str]:
+    names = os.listdir(state_dir(out) / "tickets" / "completed")
+    return Counter(TicketName.parse(n).ticket_id for n in names if TicketName.parse(n))
+
+
+def page_hits(server) -> Counter[str]:
+    return Counter(r.path for r in server.requests if r.path.startswith("/docs/"))
+
+
+def assert_all_crawled(out: Path, urls: list[str]) -> dict:
+    idx = json.loads((state_dir(out) / "url-index.json").read_text())
+    missing = [u for u in urls if u not in idx]
+    assert not missing, f"{len(missing)} URLs missing from url-index.json"
+    for u in urls:
+        md = out / "md" / idx[u]["file_path"]
+        assert md.exists(), md
+        assert front_matter(md)["url"] == u
+    torn = [p for p in out.rglob(".tmp-*")]
+    assert not torn, torn
+    return idx
+
+
+def wait_for(pred, timeout: float = 60, step: float = 0.05):
+    t0 = time.monotonic()
+    while True:
+        v = pred()
+        if v:
+            return v
+        assert time.monotonic() - t0 < timeout, "timed out"
+        time.sleep(step)
+
+
+def journal_lines(out: Path) -> int:
+    d = state_dir(out) / "journal"
+    if not d.exists():
+        return 0
+    return sum(p.read_bytes().count(b"\n") for p in d.iterdir())
+
+
+def busy_worker(out: Path) -> tuple[str, int]:
+    """(worker id, pid) of a worker that holds a ticket right now."""
+    for p in (state_dir(out) / "workers").glob("*.lock"):
+        hb = read_heartbeat(p)
+        if hb and hb.get("ticket"):
+            return hb["worker_id"], hb["pid"]
+    return None  # type: ignore[return-value]
+
+
+def test_crawl_end_to_end(server, tmp_path):
+    urls = doc_site(server, 12)
+    cfg = write_config(tmp_path, server.url("/"))
+    r = cli(cfg, "crawl", "docs", "--workers", "2")
+    assert "12 URLs" in r.stdout and "new 12" in r.stdout, r.stdout
+    out = tmp_path / "out"
+    idx = assert_all_crawled(out, urls)
+    e = idx[urls[3]]
+    assert e["status_code"] == 200 and e["etag"] and e["content_hash"].startswith("sha256:")
+    md = (out / "md" / e["file_path"]).read_text()
+    assert "# Page 3" in md and "```python" in md and "| Option | Meaning |" in md
+    assert "Generated at" not in md and "Home" not in md  # footer and header nav are gone
+    fm = front_matter(out / "md" / e["file_path"])
+    assert fm["title"] == "Page 3" and fm["status"] == 200 and fm["fetched_at"]
+    st = json.loads(cli(cfg, "status", "docs", "--json").stdout)
+    assert st["tickets"] == {"completed": 3, "claimed": 0, "failed": 0, "pending": 0}
+    assert st["urls_remaining"] == 0 and st["index_urls"] == 12
+    assert max(page_hits(server).values()) == 1
+
+
+def test_sigkill_of_a_worker_mid_ticket_loses_nothing(server, tmp_path):
+    urls = doc_site(server, 60, delay=0.04)
+    cfg = write_config(tmp_path, server.url("/"))
+    out = tmp_path / "out"
+    cli(cfg, "prepare", "docs")
+    p = popen_cli(cfg, "work", "--workers", "3")
+    wait_for(lambda: journal_lines(out) >= 8)
+    wid, pid = wait_for(lambda: busy_worker(out))
+    os.kill(pid, signal.SIGKILL)
+    _, err = p.communicate(timeout=180)
+    assert_all_crawled(out, urls)
+    ids = completed_ids(out)
+    assert len(ids) == 12 and max(ids.values()) == 1
+    assert (state_dir(out) / "workers" / f"{wid}.dead").exists()
+    assert not os.listdir(state_dir(out) / "tickets" / "claimed")
+
+
+def test_sigstop_past_the_timeout_then_sigcont_completes_nothing_twice(server, tmp_path):
+    urls = doc_site(server, 40, delay=0.05)
+    cfg = write_config(tmp_path, server.url("/"), crawl_state={"heartbeat_timeout": 1.5})
+    out = tmp_path / "out"
+    cli(cfg, "prepare", "docs")
+    p = popen_cli(cfg, "work", "--workers", "2")
+    wait_for(lambda: journal_lines(out) >= 4)
+    wid, pid = wait_for(lambda: busy_worker(out))
+    claimed = state_dir(out) / "tickets" / "claimed"
+    os.kill(pid, signal.SIGSTOP)
+    try:
+        # The other worker sees the frozen heartbeat and takes the ticket back.
+        wait_for(lambda: not any(n.endswith(f"@{wid}.json") for n in os.listdir(claimed)), 60)
+        time.sleep(0.5)
+    finally:
+        os.kill(pid, signal.SIGCONT)
+    _, err = p.communicate(timeout=180)
+    assert_all_crawled(out, urls)
+    ids = completed_ids(out)
+    assert len(ids) == 8 and max(ids.values()) == 1, ids
+
+
+def test_sigint_hands_tickets_back_and_the_next_run_repeats_nothing(server, tmp_path):
+    urls = doc_site(server, 40, delay=0.05)
+    cfg = write_config(tmp_path, server.url("/"))
+    out = tmp_path / "out"
+    cli(cfg, "prepare", "docs")
+    p = popen_cli(cfg, "work", "--workers", "2")
+    wait_for(lambda: journal_lines(out) >= 6)
+    p.send_signal(signal.SIGINT)
+    p.communicate(timeout=60)
+    st = state_dir(out) / "tickets"
+    assert not os.listdir(st / "claimed")
+    handed_back = [n for n in os.listdir(st / "pending") if TicketName.parse(n).gen > 0]
+    assert handed_back, "an interrupted ticket should be back in pending/ with its progress"
+    first = sum(page_hits(server).values())
+    assert 0 < first < 40
+    cli(cfg, "work", "--workers", "2")
+    assert_all_crawled(out, urls)
+    hits = page_hits(server)
+    assert len(hits) == 40 and max(hits.values()) == 1, "a page was fetched twice"
+
+
+def test_two_work_commands_on_one_state_dir(server, tmp_path):
+    urls = doc_site(server, 40, delay=0.02)
+    cfg = write_config(tmp_path, server.url("/"))
+    out = tmp_path / "out"
+    cli(cfg, "prepare", "docs")
+    procs = [popen_cli(cfg, "work", "--workers", "2") for _ in range(2)]
+    for p in procs:
+        p.communicate(timeout=180)
+        assert p.returncode == 0
+    assert_all_crawled(out, urls)
+    ids = completed_ids(out)
+    assert len(ids) == 8 and max(ids.values()) == 1
+    assert max(page_hits(server).values()) == 1
+
+
+@pytest.mark.netfs
+def test_two_machines_on_a_real_share(share, server, tmp_path):
+    a, b, kind = share
+    urls = doc_site(server, 30, delay=0.02)
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    cfg_a = write_config(tmp_path / "a", server.url("/"), out=a / "out")
+    cfg_b = write_config(tmp_path / "b", server.url("/"), out=b / "out")
+    cli(cfg_a, "prepare", "docs")
+    procs = [popen_cli(cfg_a, "work", "--workers", "2"), popen_cli(cfg_b, "work", "--workers", "2")]
+    for p in procs:
+        _, err = p.communicate(timeout=240)
+        assert p.returncode == 0, err
+    assert_all_crawled(a / "out", urls)
+    ids = completed_ids(a / "out")
+    assert len(ids) == 6 and max(ids.values()) == 1, (kind, ids)
+    assert max(page_hits(server).values()) == 1
