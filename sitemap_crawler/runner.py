@@ -25,6 +25,7 @@ from typing import Any
 from sitemap_crawler import index as url_index
 from sitemap_crawler import logs
 from sitemap_crawler.config import Site, load_config
+from sitemap_crawler.errors import CrawlError
 from sitemap_crawler.heartbeat import Observer
 from sitemap_crawler.state import StateDir, new_worker_id
 from sitemap_crawler.tickets import TicketQueue, utcnow
@@ -58,7 +59,15 @@ def _child(config_path: str, site_name: str, shared_stop: Any, q: Any) -> None:
 
     site = load_config(Path(config_path)).site(site_name)
     wid = new_worker_id()
-    stats = Worker(site, wid, local_stop, report=lambda c: q.put(("progress", dict(c)))).run()
+    from sitemap_crawler.worker import WorkerFatal
+
+    try:
+        stats = Worker(site, wid, local_stop,
+                       report=lambda c: q.put(("progress", dict(c)))).run()
+    except WorkerFatal as e:
+        logging.getLogger(__name__).error("worker %s stopped: %s", wid, e)
+        q.put(("fatal", str(e)))
+        sys.exit(1)
     q.put(("done", dict(stats)))
 
 
@@ -138,6 +147,7 @@ def run_site(config_path: Path, site: Site, workers: int) -> Counter[str]:
 
     old = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
     totals: Counter[str] = Counter()
+    fatal: list[str] = []
     t0 = time.monotonic()
     display = Display(site.name, total)
     try:
@@ -157,6 +167,8 @@ def run_site(config_path: Path, site: Site, workers: int) -> Counter[str]:
                 totals.update(data)
             else:
                 finished += 1
+                if kind == "fatal":
+                    fatal.append(data)
             display.update(totals, sum(p.is_alive() for p in procs))
         for p in procs:
             p.join(timeout=30)
@@ -169,6 +181,12 @@ def run_site(config_path: Path, site: Site, workers: int) -> Counter[str]:
     if died:
         totals["workers_died"] = len(died)
     finish_crawl(site, totals, interrupted=stop.is_set())
+    if fatal:
+        raise CrawlError(f"{site.name}: {fatal[0]}; the tickets went back to pending and "
+                         "nothing written was lost")
+    if died and not stop.is_set():
+        log.warning("%s: %d worker process(es) ended abnormally; their tickets were taken "
+                    "back", site.name, len(died))
     return totals
 
 

@@ -11,6 +11,7 @@ nothing more for it.
 from __future__ import annotations
 
 import contextlib
+import errno
 import hashlib
 import logging
 import shutil
@@ -25,9 +26,11 @@ from sitemap_crawler.charset import decode_html
 from sitemap_crawler.config import Site
 from sitemap_crawler.convert import (
     html_to_markdown,
+    normalized_hash,
     parse_robots_directives,
     render_document,
     text_document,
+    text_title,
 )
 from sitemap_crawler.fetch import Fetcher, FetchResult
 from sitemap_crawler.heartbeat import Heartbeat, Observer
@@ -47,6 +50,13 @@ EMA_ALPHA = 0.3  # weight of the newest observation in change_frequency (seed 00
 
 class TicketLost(Exception):
     """W1: the ticket was taken back while this worker was paused or cut off."""
+
+
+class WorkerFatal(Exception):
+    """The disk is full or read-only: stop this worker, handing its ticket back."""
+
+
+FATAL_ERRNOS = {errno.ENOSPC, errno.EDQUOT, errno.EROFS}
 
 
 class Worker:
@@ -119,19 +129,44 @@ class Worker:
                     log.info("handed ticket %s back with %d/%d done", c.ticket_id,
                              len(c.done), len(c.urls), extra=ctx)
                     return
-                self._run_url(c, entry)
+                try:
+                    self._run_url(c, entry)
+                except (TicketLost, WorkerFatal):
+                    raise
+                except OSError as e:
+                    if e.errno in FATAL_ERRNOS:
+                        raise WorkerFatal(f"{e.strerror} ({e.filename or 'output'})") from e
+                    self._internal_error(c, entry, e)
+                except Exception as e:  # a bug must cost one URL, not the crawl
+                    self._internal_error(c, entry, e)
             self.journal.sync()
+            if any(u["url"] not in c.failures for u in c.remaining()):
+                # Interrupted during its last URL(s): not finished, so it goes back (T4).
+                self.queue.hand_back(c)
+                return
             state = self.queue.finish(c)
             if state is None:
                 raise TicketLost(c.ticket_id)
             self.stats[f"tickets_{state}"] += 1
             self._count(Counter({f"tickets_{state}": 1}))
+        except WorkerFatal:
+            with contextlib.suppress(OSError):
+                self.queue.hand_back(c)
+            raise
         except TicketLost:
             self.stats["tickets_lost"] += 1
             log.warning("ticket %s was taken back while this worker was away; dropped it",
                         c.ticket_id, extra=ctx)
         finally:
             self.heartbeat.update(ticket=None)
+
+    def _internal_error(self, c: Claimed, entry: dict[str, Any], e: BaseException) -> None:
+        url = entry["url"]
+        log.error("%s: internal error %s: %s", url, type(e).__name__, e,
+                  exc_info=True, extra={"worker": self.wid, "ticket": c.ticket_id, "url": url})
+        c.failures[url] = f"internal:{type(e).__name__}"
+        self.stats["failed"] += 1
+        self._count(Counter({"urls": 1, "failed": 1}))
 
     # -- one URL -----------------------------------------------------------------------------
     def _run_url(self, c: Claimed, entry: dict[str, Any]) -> None:
@@ -202,7 +237,8 @@ class Worker:
         rec["etag"], rec["last_modified"] = r.etag, r.last_modified
         raw_hash = "sha256:" + hashlib.sha256(r.body).hexdigest()
         rec["raw_hash"] = raw_hash
-        meta = {"status": r.status, "etag": r.etag, "last_modified": r.last_modified}
+        meta = {"etag": r.etag, "last_modified": r.last_modified}
+        fm = self.s.front_matter
         if r.content_type in HTML_TYPES:
             text, _enc = decode_html(r.body, r.headers.get("content-type"))
             page = html_to_markdown(text, r.final_url)
@@ -225,17 +261,18 @@ class Worker:
             def render() -> str:
                 return render_document(page, url=url, final_url=r.final_url, status=r.status,
                                        fetched_at=rec["last_crawled"],
-                                       extra={k: v for k, v in meta.items() if v})
+                                       extra={k: v for k, v in meta.items() if v},
+                                       front_matter_enabled=fm)
         else:
             text = r.body.decode("utf-8", errors="replace")
-            content_hash = "sha256:" + hashlib.sha256(
-                " ".join(text.split()).encode()).hexdigest()
-            title = entry.get("title") or ""
+            content_hash = normalized_hash(text)
+            title = entry.get("title") or text_title(text)
 
             def render() -> str:
                 return text_document(text, url=url, final_url=r.final_url, status=r.status,
                                      fetched_at=rec["last_crawled"], title=title,
-                                     extra={k: v for k, v in meta.items() if v})
+                                     extra={k: v for k, v in meta.items() if v},
+                                     front_matter_enabled=fm)
         rec["content_hash"] = content_hash
         rec["title"] = title
         path = self._path_for(url, prior)
