@@ -139,3 +139,22 @@ def merge(state: StateDir, worker_id: str, is_dead: Callable[[str], bool],
         return applied
     finally:
         lock.release()
+
+
+def update(state: StateDir, worker_id: str, is_dead: Callable[[str], bool],
+           fn: Callable[[dict[str, dict[str, Any]]], None],
+           output_dir: Path | None = None) -> None:
+    """Apply ``fn`` to the index under the index lock and write it back atomically.
+
+    For changes that are not crawl results (tombstones of URLs gone from the sitemap); a
+    crawl's results always go through the journals.
+    """
+    lock = RenameLock(state.locks, "index", worker_id)
+    if not lock.acquire(is_dead):
+        raise CrawlError(f"{state.locks}: could not take the index lock (held by a live worker)")
+    try:
+        idx = load_or_rebuild(state, output_dir)
+        fn(idx)
+        atomic_write(state.index_path, json.dumps(idx, separators=(",", ":"), sort_keys=True))
+    finally:
+        lock.release()

@@ -21,10 +21,18 @@ class Journal:
     def __init__(self, journal_dir: Path, worker_id: str) -> None:
         self.path = journal_dir / f"{worker_id}.jsonl"
         self.closed_path = journal_dir / f"{worker_id}.closed.jsonl"
-        self._fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+        # Not O_APPEND: on smbnetfs an O_APPEND open fails with EIO and leaves the whole mount
+        # answering EIO until it is remounted (measured here).  There is one writer per
+        # journal, so keeping the offset ourselves is just as safe.
+        self._fd = os.open(self.path, os.O_WRONLY | os.O_CREAT, 0o644)
+        self._offset = os.fstat(self._fd).st_size
 
     def append(self, record: dict[str, Any]) -> None:
-        os.write(self._fd, (json.dumps(record, separators=(",", ":")) + "\n").encode())
+        data = (json.dumps(record, separators=(",", ":")) + "\n").encode()
+        written = os.pwrite(self._fd, data, self._offset)
+        while written < len(data):  # short writes are legal; finish the line
+            written += os.pwrite(self._fd, data[written:], self._offset + written)
+        self._offset += len(data)
 
     def sync(self) -> None:
         os.fsync(self._fd)

@@ -1,29 +1,30 @@
 """The work queue: JSON tickets that change hands by rename, like Maildir's tmp→new→cur.
 
-File names (every name is unique for all time, so no rename ever targets an existing name)::
+File names (every name is unique for all time, so no rename ever targets an existing name;
+only ``[A-Za-z0-9._-]`` are used, as SMB clients escape others in listings)::
 
     pending/<ticket>.<gen>.json               waiting; gen grows each time it is handed back
-    claimed/<ticket>.<gen>@<worker>.json      held by <worker>
-    completed/<ticket>.<gen>@<worker>.json    every URL reached a final state
-    failed/<ticket>.<gen>@<worker>.json       some URL used up its retries (``resume``)
+    claimed/<ticket>.<gen>_<worker>.json      held by <worker>
+    completed/<ticket>.<gen>_<worker>.json    every URL reached a final state
+    failed/<ticket>.<gen>_<worker>.json       some URL used up its retries (``resume``)
 
 Invariants (see ../shared/netfs/README.md for why each primitive was chosen):
 
 * T1 (claim). A worker claims ``pending/X.g.json`` by renaming it to
-  ``claimed/X.g@<its id>.json`` and then checking that this destination exists: SMB can report
+  ``claimed/X.g_<its id>.json`` and then checking that this destination exists: SMB can report
   success to a rename loser, but only the winner's unique destination exists.  ENOENT, EBUSY,
   EACCES, EPERM mean "lost the race".  Ticket files are never kept open.
 * T2 (ownership). A worker owns a ticket exactly while its claimed file exists under its own
   name.  Before it writes a result or completes, it checks that; a worker that was paused or
   cut off and lost its ticket drops it without writing anything else.
-* T3 (complete). ``claimed/X@w`` → ``completed/X@w`` (or ``failed/``) by rename: if the rename
+* T3 (complete). ``claimed/X_w`` → ``completed/X_w`` (or ``failed/``) by rename: if the rename
   fails, somebody took the ticket back and the worker drops it.  Only then is the completed
   file, which nobody else ever touches, rewritten with the final progress.
 * T4 (hand back). With progress ``done`` (url → final outcome), a ticket is written as a *new*
   file ``pending/X.<g+1>.json`` and the claimed file is removed.  A crash between the two steps
   leaves two copies: the work is done twice (results are idempotent), never lost.
 * T5 (reclaim). Tickets of a dead worker (heartbeat.py decides) are taken by renaming
-  ``claimed/X@dead`` to ``claimed/X@me`` (one reclaimer wins, as in T1), their progress is read
+  ``claimed/X_dead`` to ``claimed/X_me`` (one reclaimer wins, as in T1), their progress is read
   back from the dead worker's journal, and they are handed back as in T4.
 * T6 (at-least-once). Every URL of a ticket is processed at least once; results (markdown
   files, journal records) are idempotent, so doing one twice is harmless.
@@ -39,6 +40,7 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from urllib.parse import unquote
 from typing import Any
 
 from sitemap_crawler.fsutil import TMP_PREFIX, atomic_write, move_exclusive, read_bytes
@@ -61,8 +63,10 @@ class TicketName:
     def parse(cls, name: str) -> TicketName | None:
         if not name.endswith(".json") or name.startswith(TMP_PREFIX):
             return None
-        stem = name[:-5]
-        base, _, owner = stem.partition("@")
+        # smbnetfs lists some characters %-escaped (seen: '@' as '%40'), though it opens the
+        # real name; our names use only [A-Za-z0-9._-] and '_' separates the owner.
+        stem = unquote(name[:-5])
+        base, _, owner = stem.partition("_")
         tid, _, gen = base.rpartition(".")
         if not tid or not gen.isdigit():
             return None
@@ -71,7 +75,7 @@ class TicketName:
     def file(self, owner: str | None = None, gen: int | None = None) -> str:
         g = self.gen if gen is None else gen
         o = owner if owner is not None else None
-        return f"{self.ticket_id}.{g}@{o}.json" if o else f"{self.ticket_id}.{g}.json"
+        return f"{self.ticket_id}.{g}_{o}.json" if o else f"{self.ticket_id}.{g}.json"
 
 
 @dataclass

@@ -14,7 +14,6 @@ import contextlib
 import errno
 import hashlib
 import logging
-import shutil
 import threading
 import time
 from collections import Counter
@@ -38,6 +37,7 @@ from sitemap_crawler.hostgate import HostGate
 from sitemap_crawler.journal import Journal, ticket_progress
 from sitemap_crawler.output import OutputLayout, write_if_changed
 from sitemap_crawler.plan import parse_ts
+from sitemap_crawler.removal import remove_output, tombstone
 from sitemap_crawler.state import StateDir
 from sitemap_crawler.tickets import Claimed, TicketQueue, utcnow
 from sitemap_crawler.urls import host_of, normalize_url
@@ -330,21 +330,10 @@ class Worker:
 
     def _remove(self, prior: dict[str, Any], rec: dict[str, Any]) -> None:
         """A 404/410: remove (or move aside) the markdown and keep a tombstone in the index."""
-        rec["removed"] = True
-        rec["removed_at"] = rec["last_crawled"]
-        fp = prior.get("file_path")
-        if not fp:
-            return
-        rec["file_path"] = fp
-        full = self.site.base_dir / fp
-        mode = self.s.on_removed
-        if mode == "delete":
-            with contextlib.suppress(FileNotFoundError):
-                full.unlink()
-        elif mode == "move" and full.exists():
-            dest = self.site.base_dir / ".removed" / fp
-            dest.parent.mkdir(parents=True, exist_ok=True)
-            shutil.move(full, dest)
+        tombstone(rec, rec["last_crawled"], f"http_{rec.get('status_code')}")
+        if prior.get("file_path"):
+            rec["file_path"] = prior["file_path"]
+            remove_output(self.site.base_dir, prior["file_path"], self.s.on_removed)
 
     # -- progress ----------------------------------------------------------------------------
     def _count(self, delta: Counter[str]) -> None:

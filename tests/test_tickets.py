@@ -40,9 +40,9 @@ def race(roots: list[Path], out: Path, procs_per_root: int, hold: float = 0.0) -
 
 
 def test_ticket_names_round_trip():
-    n = TicketName.parse("20261121T1200ab-00001.3@host-12-abcdef.json")
+    n = TicketName.parse("20261121T1200ab-00001.3_host-12-abcdef.json")
     assert n == TicketName("20261121T1200ab-00001", 3, "host-12-abcdef")
-    assert n.file("host-12-abcdef") == "20261121T1200ab-00001.3@host-12-abcdef.json"
+    assert n.file("host-12-abcdef") == "20261121T1200ab-00001.3_host-12-abcdef.json"
     assert TicketName.parse(".tmp-x.0.json.1.ab") is None
     assert TicketName.parse("garbage.json") is None
 
@@ -74,7 +74,7 @@ def test_hand_back_keeps_progress_and_new_owner_skips_done_urls(tmp_path):
     state = make_tickets(tmp_path, 1, size=4)
     w1 = TicketQueue(state, "w1-1-aaaaaa")
     c = w1.claim()
-    assert c is not None and c.path.name == "t-0000.0@w1-1-aaaaaa.json"
+    assert c is not None and c.path.name == "t-0000.0_w1-1-aaaaaa.json"
     c.done["https://h/0/0"] = "ok"
     c.done["https://h/0/1"] = "skipped:robots"
     assert w1.hand_back(c)
@@ -110,7 +110,7 @@ def test_reclaim_reads_progress_from_the_dead_workers_journal(tmp_path):
     j.append({"url": "https://h/0/0", "ticket": c.ticket_id, "final": True, "outcome": "new"})
     j.append({"url": "https://h/0/1", "ticket": c.ticket_id, "final": False,
               "outcome": "failed"})
-    os.write(j._fd, b'{"url": "https://h/0/2", "ticket": "t-00')  # torn by a crash
+    os.pwrite(j._fd, b'{"url": "https://h/0/2", "ticket": "t-00', j._offset)  # torn by a crash
     assert ticket_progress(state.journal, dead, c.ticket_id) == {"https://h/0/0": "new"}
     me = TicketQueue(state, "me-1-dddddd")
     me.reclaim(lambda w: w == dead,
@@ -140,7 +140,7 @@ def test_corrupt_ticket_is_quarantined_not_lost(tmp_path):
     q = TicketQueue(state, "w-1-aaaaaa")
     got = [q.claim(), q.claim()]
     assert sum(c is not None for c in got) == 1
-    assert os.listdir(state.tickets / "corrupt") == ["t-0000.0@w-1-aaaaaa.json"]
+    assert os.listdir(state.tickets / "corrupt") == ["t-0000.0_w-1-aaaaaa.json"]
 
 
 # -- heartbeats (heartbeat.py H1–H5) --------------------------------------------------------

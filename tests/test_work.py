@@ -124,7 +124,7 @@ def test_sigstop_past_the_timeout_then_sigcont_completes_nothing_twice(server, t
     os.kill(pid, signal.SIGSTOP)
     try:
         # The other worker sees the frozen heartbeat and takes the ticket back.
-        wait_for(lambda: not any(n.endswith(f"@{wid}.json") for n in os.listdir(claimed)), 60)
+        wait_for(lambda: not any(n.endswith(f"_{wid}.json") for n in os.listdir(claimed)), 60)
         time.sleep(0.5)
     finally:
         os.kill(pid, signal.SIGCONT)

@@ -1,0 +1,429 @@
+"""Polite HTTP: robots.txt, the per-host gate, retries with backoff, patience, size limits.
+
+One :class:`Fetcher` per worker process; one keep-alive ``httpx.Client`` per Fetcher.
+
+Rules this module keeps (seed 000 §4, §7, §8; seed 001 patience):
+
+* F1. No request without a lease from the host gate (``hostgate``: spacing >= delay across
+  all workers and machines, or at most ``max_parallel_per_host`` at once when delay is 0).
+  Each redirect hop and each retry is a request of its own and takes its own lease.  The
+  lease is released in a ``finally``.
+* F2. delay = ``settings.delay_for(robots Crawl-delay)``; robots.txt disallowed -> "skipped"
+  without a request; robots.txt unreachable (5xx, network) -> retried like a 503 and, if it
+  stays so, "retryable" with reason ``robots_unavailable`` (never "skipped").
+* F3. Retried (up to ``settings.max_retries`` times): network errors, 429, 500, 502, 503, 504.
+  Wait = ``Retry-After`` (seconds, or an HTTP date taken relative to the response's own
+  ``Date`` header so our clock is not compared with the server's) or exponential backoff with
+  full jitter; always capped by ``settings.max_backoff``.  A 429, a Retry-After, or a second
+  failure in a row blocks the host for every worker (``gate.block``) for that wait.
+* F4. Patience: each URL that ends retryable after all retries counts one consecutive failure
+  of its host in the shared block file; any other HTTP answer resets it.  At
+  ``settings.patience`` the host is blocked for ``settings.max_backoff`` and, while blocked,
+  fetches return "retryable"/``host_gave_up`` without a request.  After that one probe may go
+  out; if it fails too, the host is given up again.
+* F5. Every wait is ``stop.wait``: when ``stop`` is set the fetch returns "interrupted"
+  promptly, even in the middle of a long backoff.  A response whose body is already arriving
+  is read to the end (it is bounded by the size cap and the read timeout), so a graceful stop
+  never throws away a page it has paid for.
+* F6. Bodies are capped while streaming (Content-Length first); unwanted content types are
+  skipped before the body is read.  Small unwanted bodies (redirects, error pages) are read
+  so the keep-alive connection survives.
+* F7. Our own mistakes are not the host's: a URL we cannot send (bad scheme, bad header) is
+  "permanent" (``bad_url``/``bad_request``) and does not count against patience.
+
+A Fetcher is used by one thread at a time.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import email.utils
+import logging
+import random
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from urllib.parse import urljoin, urlsplit, urlunsplit
+
+import httpx
+
+from sitemap_crawler.config import Settings
+from sitemap_crawler.hostgate import HostGate, Interrupted, Lease, sent_trace
+from sitemap_crawler.robots import RobotsCache
+
+log = logging.getLogger(__name__)
+
+OK_TYPES = frozenset({"text/html", "application/xhtml+xml", "text/markdown", "text/x-markdown",
+                      "text/plain"})
+RETRY_STATUS = frozenset({429, 500, 502, 503, 504})
+REDIRECT_STATUS = frozenset({301, 302, 303, 307, 308})
+ACCEPT = ("text/html,application/xhtml+xml;q=0.9,text/markdown;q=0.9,text/plain;q=0.8,"
+          "*/*;q=0.1")
+DRAIN_LIMIT = 64 * 1024  # bytes of an unwanted body read to keep the connection alive
+BACKOFF_BASE = 1.0  # seconds; attempt n waits uniform(0, min(max_backoff, base * 2**n))
+
+
+class _GaveUp(Exception):
+    """The host's patience is used up (F4)."""
+
+
+@dataclass
+class FetchResult:
+    url: str
+    final_url: str
+    status: int = 0  # last HTTP status, 0 = no HTTP response
+    outcome: str = "retryable"  # ok | not_modified | skipped | permanent | retryable | interrupted
+    reason: str | None = None
+    body: bytes = b""
+    headers: dict[str, str] = field(default_factory=dict)  # lower-case keys
+    content_type: str = ""  # mime, lower case, no parameters
+    etag: str | None = None
+    last_modified: str | None = None
+    redirects: list[str] = field(default_factory=list)  # every Location followed or refused
+    attempts: int = 0  # requests sent (robots.txt excluded)
+    elapsed: float = 0.0
+    bytes_received: int = 0
+
+    @property
+    def ok(self) -> bool:
+        return self.outcome == "ok"
+
+
+@dataclass
+class _Answer:
+    """One request's result before it is judged."""
+
+    status: int = 0
+    headers: dict[str, str] = field(default_factory=dict)
+    body: bytes = b""
+    error: str | None = None  # reason when status == 0 (network) or -1 (cannot send)
+    skip: str | None = None  # too_large / content_type:<mime>
+    mime: str = ""
+
+
+def host_key(url: str) -> str:
+    """The politeness unit: ``host`` or ``host:port`` when the port is not the default."""
+    parts = urlsplit(url)
+    host = (parts.hostname or "").lower()
+    port = parts.port
+    if port is None or (parts.scheme, port) in (("http", 80), ("https", 443)):
+        return host
+    return f"{host}:{port}"
+
+
+def parse_retry_after(value: str | None, date: str | None = None) -> float | None:
+    """Seconds to wait from a Retry-After header: a number, or an HTTP date relative to the
+    response's ``Date`` header (our own clock only when the server sent no Date)."""
+    if not value:
+        return None
+    value = value.strip()
+    if value.isdigit():
+        return float(value)
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError, IndexError):
+        return None
+    if when is None:
+        return None
+    now = time.time()
+    if date:
+        with contextlib.suppress(TypeError, ValueError, IndexError):
+            now = email.utils.parsedate_to_datetime(date).timestamp()
+    return max(0.0, when.timestamp() - now)
+
+
+def _drain(r: httpx.Response) -> None:
+    """Read a small unwanted body (redirect, error page) so the keep-alive connection can be
+    reused, sparing the site a new TCP/TLS handshake; a large one is cut (connection dropped)."""
+    length = r.headers.get("content-length", "")
+    if length.isdigit() and int(length) > DRAIN_LIMIT:
+        return
+    read = 0
+    with contextlib.suppress(httpx.HTTPError):  # the status is what matters, not this body
+        for chunk in r.iter_raw():
+            read += len(chunk)
+            if read > DRAIN_LIMIT:
+                return
+
+
+def _mime(content_type: str | None) -> str:
+    return (content_type or "").split(";", 1)[0].strip().lower()
+
+
+def _sniff(head: bytes) -> str:
+    start = head.lstrip()[:64].lower()
+    if start.startswith((b"<!doctype html", b"<html", b"<head", b"<body")):
+        return "text/html"
+    return "application/octet-stream"
+
+
+def _canon(url: str) -> str:
+    p = urlsplit(url)
+    return urlunsplit((p.scheme.lower(), p.netloc.lower(), p.path or "/", p.query, ""))
+
+
+class Fetcher:
+    """Fetch pages politely; see F1–F6."""
+
+    def __init__(self, settings: Settings, *, gate: HostGate, stop: threading.Event,
+                 allowed_hosts: set[str] | None = None, robots_error_ttl: float = 60.0,
+                 backoff_base: float = BACKOFF_BASE) -> None:
+        self.settings = settings
+        self.gate = gate
+        self.stop = stop
+        self.allowed_hosts = {h.lower() for h in allowed_hosts} if allowed_hosts else None
+        self.backoff_base = backoff_base
+        self.client = httpx.Client(
+            headers={"User-Agent": settings.user_agent, "Accept": ACCEPT},
+            timeout=httpx.Timeout(settings.timeout, connect=settings.connect_timeout),
+            follow_redirects=False,
+        )
+        self.robots = RobotsCache(self.client, settings, guard=self._robots_guard,
+                                  error_ttl=robots_error_ttl)
+
+    def close(self) -> None:
+        self.client.close()
+
+    def __enter__(self) -> Fetcher:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- public -------------------------------------------------------------------------
+
+    def fetch(self, url: str, *, etag: str | None = None,
+              last_modified: str | None = None) -> FetchResult:
+        """GET ``url`` following redirects within the allowed hosts; never raises for HTTP
+        or network trouble: the outcome says what happened."""
+        started = time.monotonic()
+        res = FetchResult(url=url, final_url=url)
+        cond: dict[str, str] = {}
+        if etag:
+            cond["If-None-Match"] = etag
+        if last_modified:
+            cond["If-Modified-Since"] = last_modified
+        parts = urlsplit(url)
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            res.outcome, res.reason = "permanent", "bad_url"
+            return res
+        try:
+            self._follow(res, cond)
+        except Interrupted:
+            res.outcome, res.reason = "interrupted", "stopped"
+        except _GaveUp:
+            res.outcome, res.reason = "retryable", "host_gave_up"
+        if res.outcome in ("ok", "not_modified"):
+            res.etag = res.headers.get("etag") or (etag if res.outcome == "not_modified"
+                                                   else None)
+            res.last_modified = res.headers.get("last-modified") or (
+                last_modified if res.outcome == "not_modified" else None)
+        res.elapsed = time.monotonic() - started
+        return res
+
+    # -- redirects ----------------------------------------------------------------------
+
+    def _follow(self, res: FetchResult, cond: dict[str, str]) -> None:
+        allowed = self.allowed_hosts or {(urlsplit(res.url).hostname or "").lower(),
+                                         host_key(res.url)}
+        current = res.url
+        seen = {_canon(current)}
+        while True:
+            answer = self._with_retries(res, current, cond)
+            if answer is None:
+                return  # res holds a terminal outcome
+            location = answer.headers.get("location")
+            if answer.status not in REDIRECT_STATUS or not location:
+                self._judge(res, answer)
+                return
+            res.status, res.headers = answer.status, answer.headers
+            target = urljoin(current, location.strip()).split("#", 1)[0]
+            res.redirects.append(target)
+            if urlsplit(target).scheme not in ("http", "https"):
+                return self._end(res, "permanent", "redirect_bad_scheme")
+            if not {(urlsplit(target).hostname or "").lower(), host_key(target)} & allowed:
+                res.final_url = target
+                return self._end(res, "skipped", "redirect_offsite")
+            if _canon(target) in seen:
+                return self._end(res, "permanent", "redirect_loop")
+            if len(res.redirects) > self.settings.max_redirects:
+                return self._end(res, "permanent", "too_many_redirects")
+            seen.add(_canon(target))
+            current = res.final_url = target
+
+    @staticmethod
+    def _end(res: FetchResult, outcome: str, reason: str | None) -> None:
+        res.outcome, res.reason = outcome, reason
+
+    def _judge(self, res: FetchResult, a: _Answer) -> None:
+        """Turn a final (non-retryable, non-redirect) answer into the result."""
+        if a.status < 0:
+            res.status = 0
+            return self._end(res, "permanent", a.error)
+        res.status, res.headers = a.status, a.headers
+        if a.status == 304:
+            return self._end(res, "not_modified", None)
+        if 200 <= a.status < 300:
+            if a.skip:
+                return self._end(res, "skipped", a.skip)
+            if a.status in (204, 205):
+                return self._end(res, "skipped", f"http_{a.status}")
+            res.body, res.content_type = a.body, a.mime
+            return self._end(res, "ok", None)
+        return self._end(res, "permanent", f"http_{a.status}")
+
+    # -- retries (F2–F5) ----------------------------------------------------------------
+
+    def _with_retries(self, res: FetchResult, url: str, cond: dict[str, str]) -> _Answer | None:
+        """One URL hop with retries. Returns the answer to judge, or None when ``res`` already
+        holds the outcome (robots, retries exhausted)."""
+        host = host_key(url)
+        s = self.settings
+        reason = "unknown"
+        for attempt in range(s.max_retries + 1):
+            self._wait_for_host(host)
+            retry_after: float | None = None
+            delay = s.delay_for(None)
+            verdict = "allowed"
+            if s.respect_robots_txt:
+                verdict = self.robots.verdict(url, retry_errors=attempt > 0)
+                if verdict == "disallowed":
+                    self._end(res, "skipped", "robots")
+                    return None
+                if verdict == "allowed":
+                    delay = s.delay_for(self.robots.crawl_delay(url))
+            if verdict == "unavailable":
+                reason = "robots_unavailable"
+            else:
+                answer = self._request(res, url, host, delay, cond)
+                res.status = answer.status
+                if answer.status == 0:
+                    reason = answer.error or "network_error"
+                elif answer.status in RETRY_STATUS:
+                    reason = f"http_{answer.status}"
+                    res.headers = answer.headers
+                    if answer.status in (429, 503):
+                        retry_after = parse_retry_after(answer.headers.get("retry-after"),
+                                                        answer.headers.get("date"))
+                else:
+                    if answer.status > 0:  # the host answered: it is alive (patience)
+                        self.gate.record_success(host)
+                    return answer
+            if attempt == s.max_retries:
+                break
+            wait = self._backoff(attempt) if retry_after is None else retry_after
+            wait = min(wait, s.max_backoff)
+            log.info("%s: %s, retry %d in %.1fs", url, reason, attempt + 1, wait)
+            if reason == "http_429" or retry_after is not None or attempt >= 1:
+                self.gate.block(host, wait, reason)  # everyone waits; _wait_for_host obeys it
+            elif self.stop.wait(wait):
+                raise Interrupted
+        self._end(res, "retryable", reason)
+        failures = self.gate.record_failure(host)
+        if s.patience and failures >= s.patience:
+            log.warning("%s: %d URLs in a row failed; giving up on the host for %.0fs",
+                        host, s.patience, s.max_backoff)
+            self.gate.block(host, s.max_backoff, "gave_up")
+        return None
+
+    def _backoff(self, attempt: int) -> float:
+        """Exponential backoff with full jitter (AWS architecture blog's "full jitter")."""
+        return random.uniform(0, min(self.settings.max_backoff,
+                                     self.backoff_base * 2 ** attempt))
+
+    def _wait_for_host(self, host: str) -> None:
+        """Wait out a shared block; raise _GaveUp when the host's patience is used up."""
+        patience = self.settings.patience
+        while True:
+            left = self.gate.blocked_for(host)
+            if left <= 0:
+                return
+            if patience and self.gate.failures(host) >= patience:
+                raise _GaveUp
+            if self.stop.wait(min(left, 0.5)):
+                raise Interrupted
+
+    @contextlib.contextmanager
+    def _lease(self, host: str, delay: float) -> Iterator[Lease]:
+        # the gate uses slot 0 only when delay > 0 (G5): P names the token set all share
+        lease = self.gate.acquire(host, delay, self.settings.max_parallel_per_host, self.stop)
+        if lease is None:
+            raise Interrupted
+        try:
+            yield lease
+        finally:
+            lease.release()
+
+    @contextlib.contextmanager
+    def _robots_guard(self, url: str) -> Iterator[Lease]:
+        """robots.txt requests obey blocks and the gate too (R5).  The Crawl-delay is not
+        known yet: the lease starts with the configured delay and RobotsCache raises it to
+        the one it learned before the lease is released."""
+        host = host_key(url)
+        self._wait_for_host(host)
+        with self._lease(host, self.settings.delay_for(None)) as lease:
+            yield lease
+
+    # -- one request --------------------------------------------------------------------
+
+    def _request(self, res: FetchResult, url: str, host: str, delay: float,
+                 cond: dict[str, str]) -> _Answer:
+        with self._lease(host, delay) as lease:
+            res.attempts += 1
+            try:
+                return self._send(res, url, cond, lease)
+            except httpx.TimeoutException:
+                return _Answer(error="timeout")
+            except httpx.ConnectError:
+                return _Answer(error="connect_error")
+            except httpx.RemoteProtocolError:
+                return _Answer(error="protocol_error")
+            except (httpx.LocalProtocolError, httpx.UnsupportedProtocol, httpx.InvalidURL) as e:
+                # our request cannot be sent as it is (a bad header value or URL): retrying
+                # would not help, and must not count against the host's patience
+                log.info("%s: %s", url, e)
+                return _Answer(status=-1, error="bad_request")
+            except httpx.TransportError as e:
+                log.info("%s: %s", url, e)
+                return _Answer(error="network_error")
+            except httpx.DecodingError:
+                return _Answer(error="decoding_error")
+
+    def _send(self, res: FetchResult, url: str, cond: dict[str, str], lease: Lease) -> _Answer:
+        limit = self.settings.max_file_size
+        with self.client.stream("GET", url, headers=cond,
+                                extensions={"trace": sent_trace(lease)}) as r:
+            a = _Answer(status=r.status_code, headers={k.lower(): v for k, v in r.headers.items()})
+            if len(dates := r.headers.get_list("date")) > 1:
+                a.headers["date"] = dates[0]  # one Date, or a merged pair no parser can read
+            try:
+                if not 200 <= r.status_code < 300 or r.status_code in (204, 205):
+                    _drain(r)
+                    return a
+                length = a.headers.get("content-length", "")
+                if length.isdigit() and int(length) > limit:
+                    a.skip = "too_large"
+                    return a
+                a.mime = _mime(a.headers.get("content-type"))
+                if a.mime and a.mime not in OK_TYPES:
+                    a.skip = f"content_type:{a.mime}"
+                    return a
+                buf = bytearray()
+                # A body already on its way is read to the end even after a stop: finishing
+                # the in-flight request costs less than fetching it again next time (F5).
+                for chunk in r.iter_bytes():
+                    buf += chunk
+                    if len(buf) > limit:
+                        a.skip = "too_large"
+                        return a
+                if not a.mime:
+                    a.mime = _sniff(bytes(buf[:512]))
+                    if a.mime not in OK_TYPES:
+                        a.skip = f"content_type:{a.mime}"
+                        return a
+                a.body = bytes(buf)
+                return a
+            finally:
+                res.bytes_received += r.num_bytes_downloaded
+
