@@ -277,15 +277,14 @@ def main() -> None:
         if Ctx.verbose:
             traceback.print_exc()
         sys.exit(1)
-    except Exception as e:  # click's own usage errors
-        import click
-
-        if isinstance(e, click.exceptions.Exit):
+    except Exception as e:  # the CLI library's own usage errors, then real bugs
+        exc_mod = _cli_exceptions()
+        if isinstance(e, typer.Exit):
             sys.exit(e.exit_code)
-        if isinstance(e, click.ClickException):
+        if isinstance(e, exc_mod.ClickException):
             e.show()
-            sys.exit(2 if isinstance(e, click.UsageError) else 1)
-        if isinstance(e, click.exceptions.Abort):
+            sys.exit(2 if isinstance(e, exc_mod.UsageError) else 1)
+        if isinstance(e, typer.Abort):
             typer.echo("interrupted", err=True)
             sys.exit(130)
         typer.echo(f"error: unexpected {type(e).__name__}: {e} (this is a bug; --verbose shows "
@@ -296,3 +295,12 @@ def main() -> None:
     sys.exit(rv if isinstance(rv, int) else 0)
 
 
+
+
+def _cli_exceptions():  # type: ignore[no-untyped-def]
+    """typer >= 0.2x vendors click as typer._click; older typers use click itself."""
+    try:
+        from typer._click import exceptions
+    except ImportError:  # pragma: no cover - depends on the installed typer
+        from click import exceptions
+    return exceptions

@@ -40,8 +40,8 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from urllib.parse import unquote
 from typing import Any
+from urllib.parse import unquote
 
 from sitemap_crawler.fsutil import TMP_PREFIX, atomic_write, move_exclusive, read_bytes
 from sitemap_crawler.state import StateDir

@@ -104,7 +104,7 @@ def test_sigkill_of_a_worker_mid_ticket_loses_nothing(server, tmp_path):
     wait_for(lambda: journal_lines(out) >= 8)
     wid, pid = wait_for(lambda: busy_worker(out))
     os.kill(pid, signal.SIGKILL)
-    _, err = p.communicate(timeout=180)
+    p.communicate(timeout=180)
     assert_all_crawled(out, urls)
     ids = completed_ids(out)
     assert len(ids) == 12 and max(ids.values()) == 1
@@ -128,7 +128,7 @@ def test_sigstop_past_the_timeout_then_sigcont_completes_nothing_twice(server, t
         time.sleep(0.5)
     finally:
         os.kill(pid, signal.SIGCONT)
-    _, err = p.communicate(timeout=180)
+    p.communicate(timeout=180)
     assert_all_crawled(out, urls)
     ids = completed_ids(out)
     assert len(ids) == 8 and max(ids.values()) == 1, ids
