@@ -1,0 +1,129 @@
+"""Incremental re-crawls through a real server: validators, hashes, lastmod, removals."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from httpserver import Request, Response
+from sites import cli, doc_site, page_html, write_config
+
+
+def index(out: Path) -> dict:
+    return json.loads((out / ".crawl-state" / "docs" / "url-index.json").read_text())
+
+
+def md_state(out: Path) -> dict[str, tuple[int, str]]:
+    """path -> (mtime_ns, text) of every markdown file."""
+    return {str(p.relative_to(out)): (p.stat().st_mtime_ns, p.read_text())
+            for p in (out / "md").rglob("*.md")}
+
+
+def page_requests(server) -> list[Request]:
+    return [r for r in server.requests if r.path.startswith("/docs/")]
+
+
+def crawl(cfg: Path, *extra: str) -> str:
+    return cli(cfg, "crawl", "docs", "--workers", "2", *extra).stdout
+
+
+def test_second_crawl_with_validators_is_all_304_and_rewrites_nothing(server, tmp_path):
+    doc_site(server, 10)
+    cfg = write_config(tmp_path, server.url("/"))
+    out = tmp_path / "out"
+    crawl(cfg)
+    before = md_state(out)
+    n_first = len(page_requests(server))
+    assert len(before) == 10
+    text = crawl(cfg)
+    second = page_requests(server)[n_first:]
+    assert len(second) == 10
+    assert all("if-none-match" in r.headers for r in second)
+    assert "unchanged 10 (304)" in text and "new 0" in text, text
+    assert md_state(out) == before  # not one byte, not one mtime
+    idx = index(out)
+    assert all(e["status_code"] == 304 for e in idx.values())
+    assert all(e["last_crawled"] >= e["first_seen"] for e in idx.values())
+    st = json.loads((out / ".crawl-state" / "docs" / "manifest.json").read_text())
+    assert st["last_crawl"]["unchanged_304"] == 10 and len(st["crawls"]) == 2
+
+
+def test_without_validators_the_content_hash_keeps_files_untouched(server, tmp_path):
+    doc_site(server, 6, etag=False)
+    for i in range(6):  # no ETag, no Last-Modified, and a footer clock that always changes
+        clock = iter(range(10**6))
+        server.route(f"/docs/page-{i}.html",
+                     lambda req, i=i, clock=clock: Response(body=page_html(i, clock=str(next(clock)))))
+    cfg = write_config(tmp_path, server.url("/"))
+    out = tmp_path / "out"
+    crawl(cfg)
+    before = md_state(out)
+    text = crawl(cfg)
+    assert "unchanged 0 (304) + 6 (same content)" in text, text
+    assert md_state(out) == before
+
+
+def test_lying_validators_are_noticed_and_the_content_wins(server, tmp_path):
+    doc_site(server, 3)
+    version = {"v": 0}
+
+    def liar(req: Request) -> Response:  # the same ETag whatever the content
+        return Response(body=page_html(1, version=version["v"]), headers={"ETag": '"same"'})
+
+    server.route("/docs/page-1.html", liar)
+    cfg = write_config(tmp_path, server.url("/"))
+    out = tmp_path / "out"
+    crawl(cfg)
+    version["v"] = 1
+    text = crawl(cfg)
+    assert "changed 1" in text, text
+    e = index(out)[server.url("/docs/page-1.html")]
+    assert e["validators_lie"] is True and e["changes_detected"] == 1
+    assert "version 1" in (out / "md" / e["file_path"]).read_text()
+
+
+def test_sitemap_lastmod_not_newer_means_no_request_at_all(server, tmp_path):
+    doc_site(server, 8, lastmod="2020-01-01")
+    cfg = write_config(tmp_path, server.url("/"))
+    crawl(cfg)
+    n = len(page_requests(server))
+    text = cli(cfg, "prepare", "docs").stdout
+    assert "8 fresh" in text and "wrote 0 tickets" in text, text
+    cli(cfg, "work", "--workers", "2")
+    assert len(page_requests(server)) == n
+    # --full overrides the sitemap's word
+    cli(cfg, "prepare", "docs", "--full")
+    cli(cfg, "work", "--workers", "2")
+    assert len(page_requests(server)) == n + 8
+
+
+def test_changed_removed_and_added_pages_between_runs(server, tmp_path):
+    urls = doc_site(server, 10)
+    cfg = write_config(tmp_path, server.url("/"))
+    out = tmp_path / "out"
+    crawl(cfg)
+    before = md_state(out)
+    idx1 = index(out)
+    # run 2: page-2 changed; page-3 answers 404; page-4 gone from the sitemap; page-10 new
+    server.route("/docs/page-2.html", Response(body=page_html(2, version=1), etag=True))
+    server.route("/docs/page-3.html", Response(404, b"gone", content_type="text/plain"))
+    server.route("/docs/page-10.html", Response(body=page_html(10), etag=True))
+    listed = [u for u in urls if not u.endswith("/page-4.html")] + [server.url("/docs/page-10.html")]
+    server.route("/sitemap.xml", Response(
+        body='<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">'
+             + "".join(f"<url><loc>{u}</loc></url>" for u in listed) + "</urlset>",
+        content_type="application/xml"))
+    text = crawl(cfg)
+    assert "1 removed" in text  # prepare: page-4 is no longer listed
+    assert "new 1, changed 1, unchanged 7 (304)" in text and "removed 1" in text, text
+    after = md_state(out)
+    f = {i: "md/" + idx1[server.url(f"/docs/page-{i}.html")]["file_path"] for i in range(10)}
+    assert f[3] not in after and f[4] not in after  # 404 and unlisted: markdown removed
+    assert after[f[2]] != before[f[2]] and "version 1" in after[f[2]][1]
+    for i in (0, 1, 5, 6, 7, 8, 9):
+        assert after[f[i]] == before[f[i]]
+    idx2 = index(out)
+    assert idx2[server.url("/docs/page-3.html")]["removed"] is True
+    assert idx2[server.url("/docs/page-4.html")]["removed_reason"] == "not_in_sitemap"
+    assert idx2[server.url("/docs/page-2.html")]["changes_detected"] == 1
+    assert idx2[server.url("/docs/page-10.html")]["first_seen"]
