@@ -26,7 +26,10 @@ from sitemap_crawler import index as url_index
 from sitemap_crawler.config import Site
 from sitemap_crawler.discovery import DiscoveryStats, discover
 from sitemap_crawler.heartbeat import Observer
+from sitemap_crawler.hostgate import HostGate
 from sitemap_crawler.plan import Planner
+from sitemap_crawler.removal import remove_output, tombstone
+from sitemap_crawler.smart import sample_changes
 from sitemap_crawler.state import StateDir, new_worker_id
 from sitemap_crawler.tickets import TicketQueue, utcnow
 from sitemap_crawler.urls import UrlFilter, UrlSet, normalize_url
@@ -57,6 +60,7 @@ class PrepareResult:
     warnings: list[str] = field(default_factory=list)
     seconds: float = 0.0
     dry_run: bool = False
+    smart: dict[str, Any] | None = None
 
     def summary(self) -> str:
         filt = sum(self.filtered.values())
@@ -65,7 +69,9 @@ class PrepareResult:
                 f"{filt} filtered, {self.duplicates} duplicate, {self.cross_host} other-host, "
                 f"{self.invalid} invalid, {self.already_queued} already queued, "
                 f"{self.fresh} fresh; {verb} {self.tickets} tickets for {self.kept} URLs "
-                f"({self.new} new, {self.due_again} due again) in {self.seconds:.1f}s")
+                f"({self.new} new, {self.due_again} due again)"
+                + (f"; {self.removed} removed" if self.removed else "")
+                + f" in {self.seconds:.1f}s")
 
 
 def http_client(site: Site) -> httpx.Client:
@@ -96,6 +102,14 @@ def prepare(site: Site, *, dry_run: bool = False, full: bool = False,
         queued.add(normalize_url(u))
 
     flt = UrlFilter(site.filters.include, site.filters.exclude)
+    if s.crawl_mode == "smart" and not full and idx and not dry_run:
+        gate = HostGate(state.hosts, wid, observer.is_dead)
+        verdict = sample_changes(idx, s, gate)
+        full = verdict.ratio > s.smart_threshold
+        res.smart = {"sampled": verdict.sampled, "changed": verdict.changed,
+                     "mode": "full" if full else "incremental"}
+        log.info("smart mode: %d of %d sampled URLs changed -> %s crawl", verdict.changed,
+                 verdict.sampled, res.smart["mode"])
     planner = Planner(s, full=full)
     filtered: Counter[str] = Counter()
     stats = DiscoveryStats()
@@ -160,6 +174,12 @@ def prepare(site: Site, *, dry_run: bool = False, full: bool = False,
                 stale.append((-d.score, entry))
     if batch:
         flush(batch)
+    complete = not stats.errors and not stats.truncated_files
+    if not dry_run and idx and complete:
+        res.removed = _remove_gone(site, state, wid, observer, idx, seen, now)
+    elif idx and not complete and not dry_run:
+        res.warnings.append("some sitemaps could not be read completely: pages missing from "
+                            "them were NOT treated as removed")
     stale.sort(key=lambda t: t[0])
     for i in range(0, len(stale), ticket_size):
         flush([e for _, e in stale[i:i + ticket_size]])
@@ -167,7 +187,7 @@ def prepare(site: Site, *, dry_run: bool = False, full: bool = False,
     res.filtered = dict(filtered)
     res.cross_host, res.invalid = stats.cross_host, stats.invalid_urls
     res.sitemaps_read = stats.sitemaps_read
-    res.warnings = list(stats.errors)
+    res.warnings = list(stats.errors) + res.warnings
     res.seconds = time.monotonic() - t0
     if res.over_limit:
         res.warnings.append(f"max_urls_per_site={limit} reached: {res.over_limit} URLs left out")
@@ -182,3 +202,25 @@ def prepare(site: Site, *, dry_run: bool = False, full: bool = False,
         del history[:-20]
         state.write_manifest(manifest)
     return res
+
+
+def _remove_gone(site: Site, state: StateDir, wid: str, observer: Observer,
+                 idx: dict[str, dict[str, Any]], seen: UrlSet, now: str) -> int:
+    """URLs of the index that the sources no longer list: markdown removed, tombstone kept."""
+    gone = [u for u, e in idx.items()
+            if not e.get("removed") and normalize_url(u) not in seen]
+    if not gone:
+        return 0
+
+    def mark(live: dict[str, dict[str, Any]]) -> None:
+        for u in gone:
+            e = live.get(u)
+            if e is None or e.get("removed"):
+                continue
+            remove_output(site.base_dir, e.get("file_path"), site.settings.on_removed)
+            tombstone(e, now, "not_in_sitemap")
+
+    url_index.update(state, wid, observer.is_dead, mark, site.base_dir)
+    for u in gone:
+        log.info("removed (no longer in the sitemap): %s", u, extra={"url": u})
+    return len(gone)

@@ -52,8 +52,8 @@ def test_without_validators_the_content_hash_keeps_files_untouched(server, tmp_p
     doc_site(server, 6, etag=False)
     for i in range(6):  # no ETag, no Last-Modified, and a footer clock that always changes
         clock = iter(range(10**6))
-        server.route(f"/docs/page-{i}.html",
-                     lambda req, i=i, clock=clock: Response(body=page_html(i, clock=str(next(clock)))))
+        server.route(f"/docs/page-{i}.html", lambda req, i=i, clock=clock: Response(
+            body=page_html(i, clock=str(next(clock)))))
     cfg = write_config(tmp_path, server.url("/"))
     out = tmp_path / "out"
     crawl(cfg)
@@ -108,7 +108,8 @@ def test_changed_removed_and_added_pages_between_runs(server, tmp_path):
     server.route("/docs/page-2.html", Response(body=page_html(2, version=1), etag=True))
     server.route("/docs/page-3.html", Response(404, b"gone", content_type="text/plain"))
     server.route("/docs/page-10.html", Response(body=page_html(10), etag=True))
-    listed = [u for u in urls if not u.endswith("/page-4.html")] + [server.url("/docs/page-10.html")]
+    listed = [u for u in urls if not u.endswith("/page-4.html")]
+    listed.append(server.url("/docs/page-10.html"))
     server.route("/sitemap.xml", Response(
         body='<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">'
              + "".join(f"<url><loc>{u}</loc></url>" for u in listed) + "</urlset>",
