@@ -89,7 +89,7 @@ def test_full_disk_stops_cleanly_and_loses_nothing(server, tmp_path, tiny_disk):
     subprocess.run(["mount", "-o", "remount,size=20m", str(tiny_disk)], check=True)
     cli(cfg, "work", "--workers", "2")
     idx = index(tiny_disk / "out")
-    assert all(u in idx and idx[u]["outcome"] == "new" or (
+    assert all((u in idx and idx[u]["outcome"] == "new") or (
         tiny_disk / "out" / "md" / idx[u]["file_path"]).exists() for u in urls)
     assert len([p for p in (tiny_disk / "out" / "md").rglob("*.md")]) == 60
     assert os.listdir(tiny_disk / "out" / ".crawl-state" / "docs" / "tickets" / "claimed") == []
