@@ -1,0 +1,589 @@
+"""URL discovery: sitemaps, sitemap indexes, robots.txt, llms.txt, URL lists and feeds.
+
+``discover`` is a generator so prepare can dedupe and write tickets while the next
+sitemap is still arriving; nothing here holds more than one document's chunk and the
+list of child sitemaps of the index being walked.  What a document *is* comes from its
+bytes (gzip magic, root element, first lines), never from its name or headers alone.
+
+Every limit in :class:`~sitemap_crawler.config.Settings` is enforced here: response and
+decompressed bytes (``max_sitemap_size``), URLs per file, documents per run, index
+nesting, redirects.  A root source that cannot be used raises :class:`DiscoveryError`
+with one line; a failing child sitemap is recorded in ``stats.errors`` and skipped.
+"""
+
+from __future__ import annotations
+
+import re
+import zlib
+from collections.abc import Callable, Generator, Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
+from itertools import chain
+from urllib.parse import urljoin, urlsplit
+
+import httpx
+from lxml import etree
+
+from sitemap_crawler.config import Settings
+from sitemap_crawler.errors import DiscoveryError
+from sitemap_crawler.llmstxt import TextParser
+from sitemap_crawler.sitemap import Entry, NotASitemap, XmlParser
+from sitemap_crawler.urls import host_matcher, host_of, is_http_url, normalize_url, same_host
+
+__all__ = ["COMMON_SITEMAP_PATHS", "DiscoveryStats", "Entry", "SourceRead", "discover"]
+
+# Seed 000 §5.1 / §16.3, in that order: the first one that is a sitemap wins.
+COMMON_SITEMAP_PATHS = (
+    "/sitemap.xml", "/sitemap_index.xml", "/sitemap-index.xml", "/sitemapindex.xml",
+    "/sitemap/sitemap.xml", "/sitemaps/sitemap.xml", "/sitemap1.xml", "/sitemap-1.xml",
+    "/post-sitemap.xml", "/page-sitemap.xml", "/product-sitemap.xml",
+    "/category-sitemap.xml", "/wp-sitemap.xml",
+)
+MAX_ERRORS = 1000  # stats.errors keeps this many lines, then counts
+_INFLATE_STEP = 256 * 1024  # decompressed bytes per zlib call: bounds memory on bombs
+_SNIFF_BYTES = 512
+_REDIRECTS = (301, 302, 303, 307, 308)
+_HTML = re.compile(rb"(?is)(?:\xef\xbb\xbf)?\s*(?:<!--.*?-->\s*)*(?:<!doctype\s+html|<html[\s>])")
+_ROBOTS_LINE = re.compile(
+    rb"(?i)[ \t]*(?:user-agent|disallow|allow|sitemap|crawl-delay|host)[ \t]*:"
+)
+_SITEMAP_LINE = re.compile(r"(?i)\s*sitemap\s*:\s*(\S+)")
+_PAGE_KINDS = {"urlset", "rss", "atom", "llms", "text"}
+
+
+@dataclass
+class SourceRead:
+    """One document discovery read: where, what it turned out to be, URLs taken from it."""
+
+    url: str
+    kind: str
+    urls: int = 0
+    gzip: bool = False
+
+
+@dataclass
+class DiscoveryStats:
+    sitemaps_read: int = 0
+    sitemap_indexes: int = 0
+    bytes_downloaded: int = 0
+    urls_found: int = 0
+    cross_host: int = 0
+    invalid_urls: int = 0
+    truncated_files: int = 0
+    errors: list[str] = field(default_factory=list)
+    sources: list[SourceRead] = field(default_factory=list)
+    errors_dropped: int = 0
+
+    def warn(self, line: str) -> None:
+        if len(self.errors) < MAX_ERRORS:
+            self.errors.append(" ".join(line.split()))
+        else:
+            self.errors_dropped += 1
+
+
+class _Fail(Exception):
+    """A document could not be fetched or used; the message is one line."""
+
+
+@dataclass
+class _Outcome:
+    kind: str | None = None
+    url: str = ""
+    children: list[str] = field(default_factory=list)
+    urls: int = 0
+    error: str | None = None  # set when the document could not be used at all
+    warning: str | None = None  # set when it was used only in part
+    seen_before: bool = False
+
+
+def discover(
+    sources: Sequence[str],
+    settings: Settings,
+    client: httpx.Client,
+    stats: DiscoveryStats,
+    progress: Callable[[str], None] | None = None,
+) -> Iterator[Entry]:
+    """Yield every page URL the sources list (duplicates included: the caller dedupes).
+
+    A source is a sitemap or index (gzip or not), a bare site (robots.txt ``Sitemap:``
+    lines, else the common paths, plus ``/llms.txt``), a robots.txt, an llms.txt or
+    plain URL list, or an RSS/Atom feed.  ``client`` carries User-Agent and timeouts;
+    redirects are followed here with ``settings.max_redirects`` as the cap.
+    """
+    run = _Run(settings, client, stats, progress)
+    for src in sources:
+        for batch in run.source(src):  # internally entries travel in per-chunk lists
+            yield from batch
+
+
+class _Run:
+    def __init__(self, settings: Settings, client: httpx.Client, stats: DiscoveryStats,
+                 progress: Callable[[str], None] | None) -> None:
+        self.s = settings
+        self.client = client
+        self.stats = stats
+        self.progress = progress
+        self.seen: set[str] = set()  # normalised URLs of every document requested
+        self.fetched = 0
+        self.budget_warned = False
+        self.hosts: set[str] = set()
+        self.matcher = host_matcher(())
+        self.failures = 0
+
+    # -- sources ----------------------------------------------------------------------
+
+    def source(self, src: str) -> Iterator[list[Entry]]:
+        src = src.strip()
+        if not is_http_url(src):
+            raise DiscoveryError(f"{src!r}: not an http(s) URL")
+        self._set_hosts({host_of(src)})
+        self.failures = 0
+        parts = urlsplit(src)
+        if parts.path in ("", "/") and not parts.query:
+            found = yield from self._site(f"{parts.scheme}://{parts.netloc}", src)
+        else:
+            found = yield from self._root(src)
+        if found == 0 and self.failures:
+            first = next((e for e in reversed(self.stats.errors)), "see errors")
+            raise DiscoveryError(f"{src}: no URLs found, {self.failures} sitemap(s) failed "
+                                 f"(last: {first})")
+
+    def _root(self, url: str) -> Generator[list[Entry], None, int]:
+        out = yield from self._document(url, role="root")
+        if out.seen_before:
+            return 0  # listed twice, or already read through an earlier source
+        if out.error is not None:
+            raise DiscoveryError(f"{url}: {out.error}")
+        if out.kind == "robots" and not out.children:
+            raise DiscoveryError(f"{url}: robots.txt lists no Sitemap: lines")
+        if out.urls == 0 and out.warning is not None:
+            raise DiscoveryError(f"{url}: {out.warning}")
+        if out.kind in ("llms", "text") and out.urls == 0 and not self.stats.invalid_urls:
+            raise DiscoveryError(f"{url}: no links found (not an llms.txt or URL list)")
+        return out.urls + (yield from self._children(out, depth=0))
+
+    def _site(self, origin: str, src: str) -> Generator[list[Entry], None, int]:
+        robots = yield from self._document(origin + "/robots.txt", role="robots")
+        total = 0
+        found = False
+        if robots.error is None and robots.children:
+            found = True
+            total += yield from self._children(robots, depth=0)
+        else:
+            for path in COMMON_SITEMAP_PATHS:
+                out = yield from self._document(origin + path, role="probe")
+                if out.error is None:
+                    found = True
+                    total += out.urls + (yield from self._children(out, depth=0))
+                    break
+        llms = yield from self._document(origin + "/llms.txt", role="llms")
+        if llms.error is None:
+            found = True
+            total += llms.urls
+        if not found:
+            raise DiscoveryError(
+                f"{src}: no sitemap found (robots.txt lists none; none of the "
+                f"{len(COMMON_SITEMAP_PATHS)} common sitemap paths nor /llms.txt is one)"
+            )
+        return total
+
+    def _children(self, out: _Outcome, depth: int) -> Generator[list[Entry], None, int]:
+        """Walk what an index or robots.txt points to (robots.txt adds no nesting level)."""
+        if out.kind == "robots":
+            nested = depth
+        elif out.kind == "sitemapindex":
+            nested = depth + 1
+            if nested > self.s.max_sitemap_depth:
+                self.failures += 1
+                self.stats.warn(f"{out.url}: sitemap index nested deeper than "
+                                f"max_sitemap_depth ({self.s.max_sitemap_depth}); "
+                                f"{len(out.children)} child sitemap(s) skipped")
+                return 0
+        else:
+            return 0
+        total = 0
+        for child in out.children:
+            sub = yield from self._document(child, role="child")
+            if sub.error is not None:
+                continue
+            total += sub.urls + (yield from self._children(sub, depth=nested))
+        return total
+
+    # -- one document -----------------------------------------------------------------
+
+    def _document(self, url: str, role: str) -> Generator[list[Entry], None, _Outcome]:
+        """Fetch, sniff and parse one document, yielding its page entries as they come.
+
+        ``role`` is ``root`` (errors are fatal to the caller), ``child`` (errors are
+        warnings), or ``robots``/``probe``/``llms`` (bare-site guesses: misses are silent).
+        """
+        out = _Outcome(url=url)
+        quiet = role in ("robots", "probe", "llms")
+        key = normalize_url(url)
+        if key in self.seen:
+            out.error = "already read (sitemap loop)"
+            out.seen_before = True
+            if not quiet and role != "root":
+                self.stats.warn(f"{url}: skipped, already read (sitemap loop)")
+            return out
+        if self.fetched >= self.s.max_sitemaps:
+            out.error = "max_sitemaps reached"
+            if not self.budget_warned:
+                self.budget_warned = True
+                self.stats.warn(f"{url}: max_sitemaps ({self.s.max_sitemaps}) reached; "
+                                "further sitemaps skipped")
+            self.failures += 1
+            return out
+        self.seen.add(key)
+        self.fetched += 1
+        try:
+            resp, final = self._open(url)
+        except _Fail as e:
+            out.error = str(e)
+            if not quiet and role != "root":
+                self.failures += 1
+                self.stats.warn(f"{url}: {e}")
+            return out
+        out.url = final
+        if role != "child" and final != url:
+            self._set_hosts(self.hosts | {host_of(final)})  # the site moved: follow it
+        try:
+            yield from self._parse(resp, final, role, out)
+        except (_Fail, NotASitemap, ValueError, etree.LxmlError, httpx.HTTPError,
+                httpx.StreamError) as e:
+            out.error = str(e) if isinstance(e, _Fail | NotASitemap) else (
+                f"unreadable: {type(e).__name__}: {_line(e)}")
+            if not quiet and role != "root":
+                self.failures += 1
+                self.stats.warn(f"{url}: {out.error}")
+            return out
+        finally:
+            resp.close()
+        if self.progress is not None:
+            self.progress(f"{out.kind} {final}: {out.urls} URLs"
+                          + (f", {len(out.children)} sitemaps" if out.children else ""))
+        return out
+
+    def _open(self, url: str) -> tuple[httpx.Response, str]:
+        """GET with redirects followed by hand (cap, loop check), streaming the body."""
+        for _hop in range(self.s.max_redirects + 1):
+            try:
+                req = self.client.build_request("GET", url)
+                resp = self.client.send(req, stream=True, follow_redirects=False)
+            except (httpx.HTTPError, httpx.InvalidURL) as e:
+                raise _Fail(f"cannot fetch: {type(e).__name__}: {_line(e)}") from None
+            if resp.status_code in _REDIRECTS and "location" in resp.headers:
+                resp.close()
+                try:
+                    target = urljoin(url, resp.headers["location"].strip())
+                except ValueError:
+                    target = resp.headers["location"]
+                if not is_http_url(target):
+                    raise _Fail(f"redirect to a non-http(s) URL {target[:200]!r}")
+                key = normalize_url(target)
+                if key in self.seen:
+                    raise _Fail(f"redirects to {target}, which was already read "
+                                "(sitemap loop)")
+                self.seen.add(key)
+                url = target
+                continue
+            if resp.status_code != 200:
+                resp.close()
+                raise _Fail(f"HTTP {resp.status_code}")
+            return resp, url
+        raise _Fail(f"more than {self.s.max_redirects} redirects")
+
+    def _parse(self, resp: httpx.Response, url: str, role: str,
+               out: _Outcome) -> Iterator[list[Entry]]:
+        body = _Body(resp, self.s.max_sitemap_size, self.stats)
+        chunks = iter(body)
+        head = b""
+        for chunk in chunks:
+            head += chunk
+            if len(head) >= 65536 or len(head.lstrip()) >= _SNIFF_BYTES:
+                break
+        kind = _sniff(head, url)
+        if (role == "probe" and kind != "xml") or (role == "llms" and kind != "text"):
+            raise NotASitemap(f"not a {'sitemap' if role == 'probe' else 'llms.txt'}")
+        if role == "robots" and kind == "text":
+            kind = "robots"
+        limit = self.s.max_urls_per_sitemap
+        parser: XmlParser | TextParser | _Robots
+        if kind == "xml":
+            parser = XmlParser(url, limit)
+        elif kind == "robots":
+            parser = _Robots(url, self.s.max_sitemaps)
+        else:
+            parser = TextParser(url, limit)
+        stream = chain([head], chunks) if head else chunks
+        entries = 0
+        try:
+            for chunk in stream:
+                items = parser.feed(chunk)
+                if out.kind is None:
+                    out.kind = _kind(parser)
+                    if role == "probe" and out.kind not in ("urlset", "sitemapindex"):
+                        raise NotASitemap(f"not a sitemap: {out.kind}")
+                if items and (items := self._take(items, out)):
+                    entries += len(items)
+                    yield items
+                if parser.capped or parser.done:
+                    break
+            else:
+                items = parser.close()
+                out.kind = out.kind or _kind(parser)
+                if items and (items := self._take(items, out)):
+                    entries += len(items)
+                    yield items
+        except _Fail as e:  # the body broke off: keep what was read
+            out.warning = f"{e}; kept {parser.items} entries read before"
+        out.kind = out.kind or _kind(parser)
+        if role == "probe" and out.kind not in ("urlset", "sitemapindex"):
+            raise NotASitemap(f"not a sitemap: {out.kind}")
+        if body.truncated:
+            self.stats.truncated_files += 1
+            out.warning = (f"larger than max_sitemap_size ({self.s.max_sitemap_size} bytes); "
+                           f"kept {parser.items} entries from before the cut")
+        elif parser.capped:
+            self.stats.truncated_files += 1
+            out.warning = (f"more than max_urls_per_sitemap ({limit}) entries; "
+                           f"kept the first {limit}")
+        elif isinstance(parser, XmlParser) and parser.warning:
+            out.warning = parser.warning
+        if out.warning is not None:
+            self.stats.warn(f"{url}: {out.warning}")
+        if out.kind == "sitemapindex":
+            self.stats.sitemap_indexes += 1
+        if out.kind != "robots":
+            self.stats.sitemaps_read += 1
+        self.stats.sources.append(SourceRead(url, out.kind or "?", entries, body.gzip))
+        out.urls = entries
+
+    def _take(self, items: list[Entry], out: _Outcome) -> list[Entry]:
+        """Page entries that pass the URL and host checks; child sitemaps go to ``out``."""
+        stats = self.stats
+        if out.kind in _PAGE_KINDS:
+            ok = self.matcher.fullmatch
+            keep = [e for e in items if ok(e.url) is not None]
+            if len(keep) != len(items):  # the exact (slow) checks decide the rest
+                keep = []
+                for e in items:
+                    if ok(e.url) is None:
+                        if not is_http_url(e.url):
+                            stats.invalid_urls += 1
+                            continue
+                        if not same_host(e.url, self.hosts):
+                            stats.cross_host += 1
+                            continue
+                    keep.append(e)
+            stats.urls_found += len(keep)
+            return keep
+        # sitemapindex entries and robots.txt Sitemap: lines name more sitemaps
+        here = {host_of(out.url)} | self.hosts
+        for e in items:
+            if not is_http_url(e.url):
+                stats.invalid_urls += 1
+            elif out.kind == "sitemapindex" and not same_host(e.url, here):
+                stats.cross_host += 1
+                stats.warn(f"{out.url}: child sitemap on another host skipped: {e.url[:200]}")
+            else:
+                out.children.append(e.url)
+        return []
+
+    def _set_hosts(self, hosts: Iterable[str]) -> None:
+        self.hosts = {h for h in hosts if h}
+        self.matcher = host_matcher(self.hosts)
+
+
+def _kind(parser: XmlParser | TextParser | _Robots) -> str | None:
+    if isinstance(parser, _Robots):
+        return "robots"
+    return parser.kind
+
+
+def _line(e: BaseException) -> str:
+    return " ".join(str(e).split())[:300] or type(e).__name__
+
+
+def _sniff(head: bytes, url: str) -> str:
+    """``xml``, ``robots`` or ``text`` from the first bytes; NotASitemap for anything else."""
+    body = head.lstrip(b"\xef\xbb\xbf \t\r\n")
+    if not body:
+        raise NotASitemap("empty document")
+    sample = body[:_SNIFF_BYTES]
+    if b"\x00" in sample or sum(b < 9 or 13 < b < 32 for b in sample) > len(sample) // 20:
+        raise NotASitemap("not a sitemap: binary data")
+    if body.startswith(b"<"):
+        if _HTML.match(body):
+            raise NotASitemap("not a sitemap: root element is <html>")
+        return "xml"
+    if urlsplit(url).path.endswith("/robots.txt"):
+        return "robots"
+    for line in sample.splitlines():
+        line = line.strip()
+        if line and not line.startswith(b"#"):
+            return "robots" if _ROBOTS_LINE.match(line) else "text"
+    return "text"
+
+
+class _Robots:
+    """Just the ``Sitemap:`` lines of a robots.txt (the fetcher handles the rules)."""
+
+    def __init__(self, source: str, max_items: int) -> None:
+        self.source = source
+        self.max_items = max_items
+        self.items = 0
+        self.capped = False
+        self.done = False
+        self._partial = b""
+
+    def feed(self, data: bytes) -> list[Entry]:
+        lines = (self._partial + data).split(b"\n")
+        self._partial = lines.pop()[-65536:]
+        return self._lines(lines)
+
+    def close(self) -> list[Entry]:
+        tail, self._partial = self._partial, b""
+        return self._lines([tail])
+
+    def _lines(self, lines: list[bytes]) -> list[Entry]:
+        out: list[Entry] = []
+        for raw in lines:
+            m = _SITEMAP_LINE.match(raw[:65536].decode("utf-8", "replace"))
+            if m is None:
+                continue
+            if self.items >= self.max_items:
+                self.capped = True
+                break
+            self.items += 1
+            try:
+                url = urljoin(self.source, m.group(1))
+            except ValueError:
+                url = m.group(1)  # counted as invalid by the caller
+            out.append(Entry(url, None, None, None, self.source))
+        return out
+
+
+class _Body:
+    """A response body as the parser needs it: decoded, gunzipped once, size-capped.
+
+    Transport encodings are undone here rather than by httpx so that each step is
+    bounded (httpx inflates a whole network read at once: ~1000x of 64 KiB).  After that,
+    gzip *content* is recognised by its magic bytes alone, whatever the name or headers
+    say, and decompressed exactly once.
+    """
+
+    def __init__(self, resp: httpx.Response, limit: int, stats: DiscoveryStats) -> None:
+        self.resp = resp
+        self.limit = limit
+        self.stats = stats
+        self.truncated = False
+        self.gzip = False
+
+    def __iter__(self) -> Iterator[bytes]:
+        ce = self.resp.headers.get("content-encoding", "").strip().lower()
+        if ce in ("", "identity"):
+            src = self._raw()
+        elif ce in ("gzip", "x-gzip", "deflate"):
+            src = _transport(self._raw(), ce)
+        else:  # br, zstd ...: only httpx knows them
+            src = self._decoded()
+        src = _gunzip_if_magic(src, self)
+        total = 0
+        limit = self.limit
+        try:
+            for chunk in src:
+                total += len(chunk)
+                if total > limit:
+                    self.truncated = True
+                    keep = len(chunk) - (total - limit)
+                    if keep > 0:
+                        yield chunk[:keep]
+                    return
+                yield chunk
+        except zlib.error as e:
+            raise _Fail(f"corrupt compressed data ({_line(e)})") from None
+        except httpx.HTTPError as e:
+            raise _Fail(f"download failed: {type(e).__name__}: {_line(e)}") from None
+
+    def _raw(self) -> Iterator[bytes]:
+        stats = self.stats
+        total = 0
+        for chunk in self.resp.iter_raw():
+            stats.bytes_downloaded += len(chunk)
+            total += len(chunk)
+            if total > self.limit:
+                self.truncated = True
+                yield chunk[: len(chunk) - (total - self.limit)]
+                return
+            yield chunk
+
+    def _decoded(self) -> Iterator[bytes]:
+        before = 0
+        for chunk in self.resp.iter_bytes():
+            now = self.resp.num_bytes_downloaded
+            self.stats.bytes_downloaded += now - before
+            before = now
+            yield chunk
+
+
+def _transport(chunks: Iterator[bytes], ce: str) -> Iterator[bytes]:
+    """Undo a gzip/deflate Content-Encoding; a body that is not compressed passes through."""
+    first = _first(chunks, 2)
+    if first is None:
+        return
+    rest = chain([first], chunks)
+    if ce == "deflate":
+        zlib_header = len(first) >= 2 and (first[0] & 0x0F == 8) and (
+            (first[0] << 8 | first[1]) % 31 == 0
+        )
+        yield from _inflate(rest, 15 if zlib_header else -15)
+    elif first[:2] == b"\x1f\x8b":
+        yield from _inflate(rest, 31)
+    else:
+        yield from rest
+
+
+def _gunzip_if_magic(chunks: Iterator[bytes], body: _Body) -> Iterator[bytes]:
+    first = _first(chunks, 2)
+    if first is None:
+        return
+    rest = chain([first], chunks)
+    if first[:2] == b"\x1f\x8b":
+        body.gzip = True
+        yield from _inflate(rest, 31)
+    else:
+        yield from rest
+
+
+def _first(chunks: Iterator[bytes], n: int) -> bytes | None:
+    """At least ``n`` bytes from the front of ``chunks`` (fewer only at the end)."""
+    buf = b""
+    for chunk in chunks:
+        buf += chunk
+        if len(buf) >= n:
+            break
+    return buf or None
+
+
+def _inflate(chunks: Iterable[bytes], wbits: int) -> Iterator[bytes]:
+    """zlib/gzip/raw-deflate in steps of at most ``_INFLATE_STEP`` output bytes.
+
+    Concatenated gzip members are one file (as gunzip sees them); anything else after
+    the end of the stream is ignored.
+    """
+    d = zlib.decompressobj(wbits)
+    for data in chunks:
+        while data:
+            if d.eof:
+                if wbits != 31 or data[:2] != b"\x1f\x8b":
+                    return
+                d = zlib.decompressobj(wbits)  # the next gzip member
+            out = d.decompress(data, _INFLATE_STEP)
+            if out:
+                yield out
+            data = d.unused_data if d.eof else d.unconsumed_tail
+            while not data and len(out) == _INFLATE_STEP and not d.eof:
+                out = d.decompress(b"", _INFLATE_STEP)  # output still pending inside zlib
+                if out:
+                    yield out
+                data = d.unused_data if d.eof else d.unconsumed_tail

@@ -1,0 +1,544 @@
+"""Streaming parser for XML sitemaps, sitemap indexes, RSS and Atom feeds.
+
+Feed it bytes as they arrive, get entries back; memory stays bounded whatever the file
+size.  Two engines share the work:
+
+* a *fast path*: one precompiled regex per ``<url>``/``<sitemap>`` block, used while the
+  document has exactly the shape sitemap generators write (UTF-8, no DTD, no comments or
+  CDATA inside the blocks).  It runs ~3x faster than lxml for a million URLs.
+* lxml's pull parser, hardened (no entity resolution, no DTD loading, no network, no huge
+  trees), for everything else.  The fast path hands over to it at the first block it does
+  not understand by feeding lxml the saved prolog plus the rest of the stream, so the
+  result is the same as if lxml had read the whole file.
+
+Anything with a DOCTYPE (the carrier of XXE and entity bombs) always goes to lxml.
+"""
+
+from __future__ import annotations
+
+import email.utils
+import html
+import re
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+
+from lxml import etree
+
+CHANGEFREQS = ("always", "hourly", "daily", "weekly", "monthly", "yearly", "never")
+_CHANGEFREQ_SET = frozenset(CHANGEFREQS)
+
+# --- entries and field normalisation ----------------------------------------------------
+
+
+@dataclass(slots=True)
+class Entry:
+    """One URL found by discovery, with the metadata its source gave for it."""
+
+    url: str
+    lastmod: str | None
+    changefreq: str | None
+    priority: float | None
+    source: str
+    title: str | None = None
+    section: str | None = None
+    optional: bool = False
+
+
+_W3C = re.compile(
+    r"\s*(\d{4})(?:-(\d\d)(?:-(\d\d)(?:[Tt ]\s*(\d\d):(\d\d)(?::(\d\d)(?:[.,]\d+)?)?)?)?)?"
+    r"\s*(Z|z|UTC|GMT|[+-]\d\d(?::?\d\d)?)?\s*"
+)
+_LM_CACHE: dict[str, str | None] = {}
+_fromiso = datetime.fromisoformat
+
+
+def norm_lastmod(value: str | None) -> str | None:
+    """W3C datetime (any precision, any offset) as ``YYYY-MM-DDTHH:MM:SSZ``; None if not one."""
+    if not value:
+        return None
+    n = len(value)
+    if ((n == 25 and value.endswith("+00:00")) or (n == 20 and value[19] == "Z")) and (
+        value[4] == "-" and value[7] == "-" and value[10] == "T"
+    ):
+        try:
+            _fromiso(value[:19])  # validates digits and ranges at C speed
+        except ValueError:
+            return None
+        return value[:19] + "Z"
+    hit = _LM_CACHE.get(value, _LM_CACHE)
+    if hit is not _LM_CACHE:
+        return hit  # type: ignore[return-value]
+    out = _parse_w3c(value)
+    if len(_LM_CACHE) >= 8192:
+        _LM_CACHE.clear()
+    _LM_CACHE[value] = out
+    return out
+
+
+def _parse_w3c(value: str) -> str | None:
+    m = _W3C.fullmatch(value)
+    if m is None:
+        return None
+    y, mo, d, hh, mi, ss, tz = m.groups()
+    try:
+        dt = datetime(int(y), int(mo or 1), int(d or 1), int(hh or 0), int(mi or 0),
+                      int(ss or 0))
+        if tz and tz[0] in "+-":
+            digits = tz[1:].replace(":", "")
+            off = timedelta(hours=int(digits[:2]), minutes=int(digits[2:4] or 0))
+            dt = dt - off if tz[0] == "+" else dt + off
+    except (ValueError, OverflowError):
+        return None
+    return dt.isoformat(timespec="seconds") + "Z"
+
+
+def norm_rfc822(value: str | None) -> str | None:
+    """RSS ``pubDate`` (RFC 822/2822) as ``YYYY-MM-DDTHH:MM:SSZ``, else try W3C, else None."""
+    if not value:
+        return None
+    try:
+        dt = email.utils.parsedate_to_datetime(value.strip())
+    except (TypeError, ValueError, IndexError, OverflowError):
+        return norm_lastmod(value)
+    if dt.tzinfo is not None:
+        try:
+            dt = dt.astimezone(UTC).replace(tzinfo=None)
+        except (ValueError, OverflowError):
+            return None
+    return dt.isoformat(timespec="seconds") + "Z"
+
+
+def norm_changefreq(value: str | None) -> str | None:
+    """One of the protocol's values, lower-cased; anything else is None."""
+    if not value:
+        return None
+    v = value.strip().lower()
+    return v if v in _CHANGEFREQ_SET else None
+
+
+def norm_priority(value: str | None) -> float | None:
+    """A number clamped to 0..1; None if missing or not a finite number."""
+    if not value:
+        return None
+    try:
+        p = float(value.strip())
+    except ValueError:
+        return None
+    if p != p or p in (float("inf"), float("-inf")):
+        return None
+    return min(1.0, max(0.0, p))
+
+
+# Bounded caches for the fast path, keyed by the raw bytes from the file.
+_CF_BYTES: dict[bytes, str | None] = {c.encode(): c for c in CHANGEFREQS}
+_PR_BYTES: dict[bytes, float | None] = {}
+_MISS = object()
+
+
+def _changefreq_b(raw: bytes) -> str | None:
+    v = norm_changefreq(raw.decode("utf-8", "replace"))
+    if len(_CF_BYTES) < 256:
+        _CF_BYTES[raw] = v
+    return v
+
+
+def _priority_b(raw: bytes) -> float | None:
+    v = norm_priority(raw.decode("utf-8", "replace"))
+    if len(_PR_BYTES) < 1024:
+        _PR_BYTES[raw] = v
+    return v
+
+
+# --- the fast path ------------------------------------------------------------------------
+
+class NotASitemap(Exception):
+    """The document is not a sitemap or feed; the message is one line saying what it is."""
+
+
+_HEAD = re.compile(
+    rb"(?:\xef\xbb\xbf)?[ \t\r\n]*"
+    rb"(?:<\?xml[ \t\r\n](?P<decl>[^<>?]*)\?>)?"
+    rb"(?:[ \t\r\n]*(?:<\?[A-Za-z][^<>?]*\?>|<!--(?:[^-]|-(?!-))*-->))*"
+    rb"[ \t\r\n]*<(?P<root>urlset|sitemapindex)(?:[ \t\r\n][^<>]*)?(?<!/)>"
+)
+_ENCODING = re.compile(rb"""encoding[ \t\r\n]*=[ \t\r\n]*["']([A-Za-z0-9._\-]+)["']""")
+_WS = rb"[ \t\r\n]*+"  # possessive (*+, ++): no backtracking, ~10% faster
+_TEXT = rb"[^<&]*+(?:&(?:amp|lt|gt|quot|apos|#[0-9]{1,7}|#x[0-9a-fA-F]{1,6});[^<&]*+)*+"
+# A lastmod already in UTC at second precision: captured alone so the common case needs
+# no parsing at all (days 29-31 are still checked against the calendar).
+_UTC_STAMP = (
+    rb"(?P<lmz>\d{4}-(?:0[1-9]|1[0-2])-(?:0[1-9]|[12]\d|3[01])T(?:[01]\d|2[0-3]):[0-5]\d:[0-5]\d)"
+    rb"(?:\.\d{1,9})?(?:Z|[+-]00:00)"
+)
+_QNAME = rb"[A-Za-z_][\w.\-]*:[\w.\-]+"
+_ATTRS = rb"(?:[ \t\r\n][^<>]*)?"
+# A prefixed extension element (image:image, xhtml:link, news:news ...), two levels deep.
+_EXT = (
+    rb"(?P<e1>" + _QNAME + rb")" + _ATTRS + rb"(?:/>|>[^<]*(?:<(?P<e2>" + _QNAME + rb")"
+    + _ATTRS + rb"(?:/>|>[^<]*</(?P=e2)>)[^<]*)*</(?P=e1)>)"
+)
+_HANDOVER_AT = 1 << 20  # an unmatched tail this long cannot be a sitemap block: use lxml
+
+
+def _block(item: bytes, pages: bool) -> re.Pattern[bytes]:
+    """Regex for one ``<url>``/``<sitemap>`` block; children in any order, extensions ok."""
+    alts = [
+        rb"loc>(?P<loc>" + _TEXT + rb")</loc>",
+        rb"lastmod>(?:" + _UTC_STAMP + rb"|(?P<lm>" + _TEXT + rb"))</lastmod>",
+    ]
+    if pages:
+        alts += [rb"changefreq>(?P<cf>" + _TEXT + rb")</changefreq>",
+                 rb"priority>(?P<pr>" + _TEXT + rb")</priority>"]
+    # Starts with a literal so a search skips ahead at C speed (a leading blank run made
+    # a long run of blanks quadratic); the blanks after a block belong to it.
+    return re.compile(
+        b"<" + item + b">(?:" + _WS + b"<(?:" + b"|".join(alts) + b"|" + _EXT + b"))*"
+        + _WS + b"</" + item + b">" + _WS
+    )
+
+
+_BLOCKS = {"urlset": (_block(b"url", True), b"</url>"),
+           "sitemapindex": (_block(b"sitemap", False), b"</sitemap>")}
+_END = {k: re.compile(_WS + b"</" + k.encode() + b">" + _WS) for k in _BLOCKS}
+
+
+# --- the lxml path ------------------------------------------------------------------------
+
+# root local name -> (kind, local name of the items)
+_ROOTS = {"urlset": ("urlset", "url"), "sitemapindex": ("sitemapindex", "sitemap"),
+          "feed": ("atom", "entry"), "rss": ("rss", "item"), "RDF": ("rss", "item")}
+_FIELDS = {"urlset": ("loc", "lastmod", "changefreq", "priority"),
+           "sitemapindex": ("loc", "lastmod"), "rss": ("link", "guid", "pubDate", "title"),
+           "atom": ("link", "updated", "published", "title")}
+_DC_DATE = "{http://purl.org/dc/elements/1.1/}date"
+_SNIFF_LIMIT = 1 << 20  # the root element must start within the first MiB
+_SWEEP_EVERY = 1 << 16  # bytes fed between sweeps of stray elements
+
+
+def _hardened(**kw: object) -> etree.XMLPullParser:
+    """No entity expansion, no DTD or network access, libxml2's size limits kept on."""
+    return etree.XMLPullParser(resolve_entities=False, no_network=True, load_dtd=False,
+                               huge_tree=False, remove_comments=True, remove_pis=True, **kw)
+
+
+def _one_line(e: Exception) -> str:
+    return " ".join(str(e).split()) or type(e).__name__
+
+
+class _Lxml:
+    """lxml pull parsing with a tag filter (near bare-lxml speed) and bounded memory.
+
+    Stage 1 parses only until the root element starts, to learn which item tag to ask
+    lxml for.  Stage 2 re-feeds those bytes to a parser filtered on root + item: each item
+    is read from its direct children and cleared.  Elements that are not items never
+    produce events, so every ``_SWEEP_EVERY`` bytes the open path is swept of finished
+    children: a document of a million junk elements cannot grow the tree.
+    """
+
+    def __init__(self, owner: XmlParser) -> None:
+        self.o = owner
+        self.sniff: etree.XMLPullParser | None = _hardened(events=("start",))
+        self.seen: list[bytes] = []
+        self.seen_len = 0
+        self.xp: etree.XMLPullParser | None = None
+        self.root: etree._Element | None = None
+        self.item_tag = ""
+        self.ns = ""
+        self.fields: dict[str, str] = {}
+        self.since_sweep = 0
+
+    def feed(self, data: bytes, out: list[Entry]) -> None:
+        try:
+            if self.xp is None:
+                self._sniff(data, out)
+                return
+            # Slices, so that no single feed can build more than _SWEEP_EVERY bytes of tree.
+            for i in range(0, len(data), _SWEEP_EVERY):
+                self.xp.feed(data[i : i + _SWEEP_EVERY])
+                self._events(out)
+                if self.o.done:
+                    return
+                self.since_sweep += min(_SWEEP_EVERY, len(data) - i)
+                if self.since_sweep >= _SWEEP_EVERY:
+                    self._sweep()
+        except etree.LxmlError as e:
+            self._error(e, out)
+
+    def close(self, out: list[Entry]) -> None:
+        try:
+            if self.xp is None:
+                assert self.sniff is not None
+                self.sniff.close()
+                self._sniffed(out)
+            if self.xp is not None and not self.o.done:
+                self.xp.close()
+                self._events(out)
+        except etree.LxmlError as e:
+            self._error(e, out)
+            return
+        if self.o.kind is None:
+            raise NotASitemap("not a sitemap: no XML root element")
+
+    def _sniff(self, data: bytes, out: list[Entry]) -> None:
+        assert self.sniff is not None
+        self.seen.append(data)
+        self.seen_len += len(data)
+        error: etree.LxmlError | None = None
+        try:
+            self.sniff.feed(data)
+        except etree.LxmlError as e:
+            error = e  # the root may have started before it: look first
+        self._sniffed(out)
+        if error is not None and self.xp is None:
+            raise error
+        if self.xp is None and self.seen_len > _SNIFF_LIMIT:
+            raise NotASitemap("not a sitemap: no root element in the first MiB")
+
+    def _sniffed(self, out: list[Entry]) -> None:
+        assert self.sniff is not None
+        for _ev, el in self.sniff.read_events():
+            tag = el.tag if isinstance(el.tag, str) else ""
+            local = tag.rpartition("}")[2]
+            if local not in _ROOTS:
+                raise NotASitemap(f"not a sitemap: root element is <{local or '?'}>")
+            kind, item = _ROOTS[local]
+            self.o.kind = kind
+            self.ns = tag[: tag.index("}") + 1] if tag.startswith("{") else ""
+            field_ns = "" if local == "rss" else self.ns  # RSS 2.0 has no namespace
+            self.item_tag = field_ns + item
+            self.fields = {field_ns + name: name for name in _FIELDS[kind]}
+            self.fields[_DC_DATE] = "date"
+            self.sniff = None
+            self.xp = _hardened(events=("start", "end"), tag=[tag, self.item_tag])
+            seen, self.seen = self.seen, []
+            for chunk in seen:
+                self.feed(chunk, out)
+            return
+
+    def _error(self, e: etree.LxmlError, out: list[Entry]) -> None:
+        if self.xp is not None:
+            self._events(out)
+        self.o._finish()
+        if self.o.kind is None:
+            raise NotASitemap(f"not a sitemap: not well-formed XML ({_one_line(e)})")
+        self.o.warning = (f"malformed XML ({_one_line(e)}); kept {self.o.items} entries "
+                          "from before it")
+
+    def _events(self, out: list[Entry]) -> None:
+        assert self.xp is not None
+        item_tag = self.item_tag
+        for ev, el in self.xp.read_events():
+            if ev == "start":
+                if self.root is None:
+                    self.root = el
+                continue
+            if el.tag != item_tag or self.o.done:
+                continue
+            if self.o.items >= self.o.max_items:
+                self.o.capped = True
+                self.o._finish()
+                return
+            out.append(self._entry(el))
+            self.o.items += 1
+            el.clear(keep_tail=False)
+            parent = el.getparent()
+            while el.getprevious() is not None:
+                del parent[0]
+
+    def _sweep(self) -> None:
+        """Drop finished children along the open path (root -> last child -> ...).
+
+        In an item that is still open only the fields read later survive, and only a few.
+        """
+        self.since_sweep = 0
+        node = self.root
+        while node is not None and len(node):
+            if node.tag == self.item_tag:
+                for child in list(node)[:-1]:
+                    if child.tag not in self.fields:
+                        node.remove(child)
+                if len(node) > 64:
+                    del node[:-1]
+            elif len(node) > 1:
+                del node[:-1]
+            node = node[-1]
+
+    def _entry(self, item: etree._Element) -> Entry:
+        fields = self.fields
+        f: dict[str, str] = {}
+        for c in item:
+            name = fields.get(c.tag)  # type: ignore[call-overload]
+            if name is None:
+                continue
+            if name == "link" and self.o.kind == "atom":
+                href, rel = c.get("href"), c.get("rel")
+                if href and rel in (None, "alternate") and "link" not in f:
+                    f["link"] = href
+            elif name not in f or name != "date":
+                f[name] = c.text or ""
+        kind, src = self.o.kind, self.o.source
+        if kind in ("urlset", "sitemapindex"):
+            return Entry(f.get("loc", "").strip(), norm_lastmod(f.get("lastmod")),
+                         norm_changefreq(f.get("changefreq")), norm_priority(f.get("priority")),
+                         src)
+        title = (f.get("title") or "").strip() or None
+        if kind == "rss":
+            url = f.get("link", "").strip() or f.get("guid", "").strip()
+            lastmod = norm_rfc822(f.get("pubDate")) or norm_lastmod(f.get("date"))
+            return Entry(url, lastmod, None, None, src, title=title)
+        lastmod = norm_lastmod(f.get("updated")) or norm_lastmod(f.get("published"))
+        return Entry(f.get("link", "").strip(), lastmod, None, None, src, title=title)
+
+
+# --- the parser --------------------------------------------------------------------------
+
+
+class XmlParser:
+    """Incremental parser: ``feed(bytes) -> [Entry]``, then ``close() -> [Entry]``.
+
+    ``kind`` becomes ``urlset``, ``sitemapindex``, ``rss`` or ``atom`` once the root is
+    known (for ``sitemapindex`` the entries are child sitemaps).  Raises
+    :class:`NotASitemap` for any other root or for bytes that are not XML.  A syntax
+    error after the root keeps what came before and sets ``warning``.  More than
+    ``max_items`` entries stops the parse and sets ``capped``.  ``fast=False`` forces lxml
+    (tests and benchmarks compare the two).
+    """
+
+    def __init__(self, source: str, max_items: int, *, fast: bool = True) -> None:
+        self.source = source
+        self.max_items = max_items
+        self.allow_fast = fast
+        self.kind: str | None = None
+        self.warning: str | None = None
+        self.capped = False
+        self.items = 0
+        self.fast_items = 0
+        self._mode = "head"  # head -> fast -> lxml -> done
+        self._head = b""
+        self._buf = b""
+        self._lxml: _Lxml | None = None
+
+    @property
+    def done(self) -> bool:
+        return self._mode == "done"
+
+    def feed(self, data: bytes) -> list[Entry]:
+        out: list[Entry] = []
+        mode = self._mode
+        if mode == "fast":
+            self._fast(data, out)
+        elif mode == "lxml":
+            self._lxml.feed(data, out)  # type: ignore[union-attr]
+        elif mode == "head":
+            self._buf += data
+            self._try_head(out, final=False)
+        return out
+
+    def close(self) -> list[Entry]:
+        out: list[Entry] = []
+        if self._mode == "head":
+            self._try_head(out, final=True)
+        if self._mode == "fast":
+            if _END[self.kind].fullmatch(self._buf) is None:  # type: ignore[index]
+                self._to_lxml(self._buf, out)
+            else:
+                self._finish()
+        if self._mode == "lxml":
+            self._lxml.close(out)  # type: ignore[union-attr]
+        self._finish()
+        return out
+
+    def _finish(self) -> None:
+        self._mode = "done"
+        self._buf = b""
+        self._lxml = None
+
+    def _try_head(self, out: list[Entry], final: bool) -> None:
+        buf = self._buf
+        m = _HEAD.match(buf) if self.allow_fast else None
+        if m is not None:
+            enc = _ENCODING.search(m.group("decl") or b"")
+            if enc is None or enc.group(1).lower() in (b"utf-8", b"utf8"):
+                self.kind = m.group("root").decode()
+                self._head = buf[: m.end()]
+                self._buf = b""
+                self._mode = "fast"
+                self._fast(buf[m.end() :], out)
+                return
+        if final or m is not None or not self.allow_fast or len(buf) >= 4096:
+            self._buf = b""
+            self._mode = "lxml"
+            self._lxml = _Lxml(self)
+            self._lxml.feed(buf, out)
+
+    def _fast(self, data: bytes, out: list[Entry]) -> None:
+        buf = (self._buf + data if self._buf else data).lstrip(b" \t\r\n")
+        block, end_tag = _BLOCKS[self.kind]  # type: ignore[index]
+        source = self.source
+        index = self.kind == "sitemapindex"
+        room = self.max_items - self.items
+        append = out.append
+        pos = n = 0
+        gi = block.groupindex
+        groups = (gi["loc"], gi["lmz"], gi["lm"], gi.get("cf", 0), gi.get("pr", 0))
+        cf_cache, pr_cache, miss = _CF_BYTES, _PR_BYTES, _MISS
+        cfv: str | object | None = None
+        prv: float | object | None = None
+        for m in block.finditer(buf):
+            if m.start() != pos:
+                break
+            if n >= room:
+                self.capped = True
+                break
+            loc, lmz, lm, cf, pr = m.group(*groups)
+            if loc is None:
+                url = ""
+            else:
+                try:
+                    url = loc.decode()
+                except UnicodeDecodeError:
+                    break  # let lxml report what invalid UTF-8 means
+                if b"&" in loc:
+                    url = html.unescape(url)
+                url = url.strip()
+            if lmz is not None:
+                lastmod = lmz.decode()
+                # The regex checked the ranges; only the 29th-31st need the calendar.
+                lastmod = lastmod + "Z" if lastmod[8:10] <= "28" else norm_lastmod(lastmod + "Z")
+            elif lm is not None:
+                lastmod = norm_lastmod(lm.decode("utf-8", "replace"))
+            else:
+                lastmod = None
+            if index:
+                append(Entry(url, lastmod, None, None, source))
+            else:
+                if cf is None:
+                    cfv = None
+                elif (cfv := cf_cache.get(cf, miss)) is miss:
+                    cfv = _changefreq_b(cf)
+                if pr is None:
+                    prv = None
+                elif (prv := pr_cache.get(pr, miss)) is miss:
+                    prv = _priority_b(pr)
+                append(Entry(url, lastmod, cfv, prv, source))  # type: ignore[arg-type]
+            n += 1
+            pos = m.end()
+        self.items += n
+        self.fast_items += n
+        if self.capped:
+            self._finish()
+            return
+        tail = buf[pos:]
+        if end_tag in tail or len(tail) > _HANDOVER_AT:
+            self._to_lxml(tail, out)
+        else:
+            self._buf = tail
+
+    def _to_lxml(self, tail: bytes, out: list[Entry]) -> None:
+        """Give lxml the saved prolog and the rest: the blocks read so far are skipped."""
+        self._buf = b""
+        self._mode = "lxml"
+        self._lxml = _Lxml(self)
+        self._lxml.feed(self._head, out)
+        if self._mode == "lxml":
+            self._lxml.feed(tail, out)

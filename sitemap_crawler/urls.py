@@ -1,0 +1,355 @@
+"""URL keys, filters and a compact seen-set, sized for a million URLs per prepare.
+
+``normalize_url`` makes the *dedupe key* (never what is fetched).  Sitemaps almost always
+list URLs that are already canonical, so a single precompiled regex recognises those and
+returns them untouched; only the rest pays for the full RFC 3986 normalisation.
+``UrlSet`` keeps 64-bit hashes in one ``array('Q')`` (about 16 bytes per URL) because a
+Python ``set`` of a million ints costs ~76 MB, most of prepare's 100 MB budget.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import re
+from array import array
+from collections.abc import Iterable, Sequence
+from functools import lru_cache
+from urllib.parse import quote, urlsplit
+
+from sitemap_crawler.errors import UserError
+
+_UNRESERVED = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~"
+_SUB_DELIMS = "!$&'()*+,;="
+_PATH_SAFE = _UNRESERVED + _SUB_DELIMS + ":@/"
+_QUERY_SAFE = _PATH_SAFE + "?"
+_DEFAULT_PORTS = {"http": "80", "https": "443", "ws": "80", "wss": "443", "ftp": "21"}
+
+# A percent-escape that is already canonical: upper-case hex and not an unreserved character
+# (those are decoded by normalisation).  Unreserved: 2D 2E 30-39 41-5A 5F 61-7A 7E.
+_CANON_ESC = r"%(?:[0189A-F][0-9A-F]|2[0-9A-CF]|3[A-F]|40|5[B-E]|60|7[B-DF])"
+_PCHAR = r"[A-Za-z0-9\-._~!$&'()*+,;=:@]"
+_QCHAR = r"[A-Za-z0-9\-._~!$&'()*+,;=:@/?]"
+# Already-canonical http(s) URL: lower-case ASCII host, no default/odd port, canonical
+# escapes only, no fragment, no empty "?".  Dot segments are ruled out separately (cheaper:
+# most URLs contain no "/." at all, so only those pay for the per-segment check).
+_HOST_PORT = r"https?://[a-z0-9._\-]+(?::(?!(?:80|443)(?![0-9]))[1-9][0-9]{0,4})?"
+_QUERY = rf"(?:\?(?!\Z){_QCHAR}*(?:{_CANON_ESC}{_QCHAR}*)*)?"
+_PATHCHAR = r"[A-Za-z0-9\-._~!$&'()*+,;=:@/]"
+_CANONICAL = re.compile(rf"{_HOST_PORT}/{_PATHCHAR}*(?:{_CANON_ESC}{_PATHCHAR}*)*{_QUERY}")
+_CANONICAL_SEGMENTS = re.compile(
+    rf"{_HOST_PORT}(?:/(?!\.\.?(?:[/?]|\Z)){_PCHAR}*(?:{_CANON_ESC}{_PCHAR}*)*)+{_QUERY}"
+)
+_ESCAPE = re.compile(r"%([0-9A-Fa-f]{2})")
+_STRAY_PCT = re.compile(r"%(?![0-9A-F]{2})")
+_SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]*://")
+_HTTP_URL = re.compile(
+    r"(?i:https?)://(?:[^\s\x00-\x1f\x7f/?#@\\]*@)?"
+    r"(?:\[[0-9A-Fa-f:.]+\]|[^\s\x00-\x1f\x7f/?#@:\\\[\]]+)"
+    r"(?::[0-9]{0,5})?(?:[/?#][^\s\x00-\x1f\x7f]*)?"
+)
+_HOST = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]*://(?:[^/?#@]*@)?(\[[^\]/?#]*\]|[^/?#:]*)")
+
+
+def _fix_escape(m: re.Match[str]) -> str:
+    ch = chr(int(m.group(1), 16))
+    return ch if ch in _UNRESERVED else "%" + m.group(1).upper()
+
+
+def _norm_part(part: str, safe: str) -> str:
+    """Canonical escapes: decode unreserved, upper-case the rest, escape what must be."""
+    if "%" in part:
+        part = _STRAY_PCT.sub("%25", _ESCAPE.sub(_fix_escape, part))
+    return part if _is_clean(part, safe) else quote(part, safe=safe + "%")
+
+
+_CLEAN_CACHE: dict[str, re.Pattern[str]] = {}
+
+
+def _is_clean(part: str, safe: str) -> bool:
+    rx = _CLEAN_CACHE.get(safe)
+    if rx is None:
+        rx = re.compile("(?:[" + re.escape(safe) + "]|%[0-9A-F]{2})*")
+        _CLEAN_CACHE[safe] = rx
+    return rx.fullmatch(part) is not None
+
+
+def _remove_dot_segments(path: str) -> str:
+    """RFC 3986 §5.2.4 for an absolute path."""
+    out: list[str] = []
+    for seg in path.split("/"):
+        if seg == "..":
+            if len(out) > 1:
+                out.pop()
+        elif seg != ".":
+            out.append(seg)
+    if path.endswith(("/.", "/..")):
+        out.append("")
+    res = "/".join(out)
+    return res if res.startswith("/") else "/" + res
+
+
+@lru_cache(maxsize=4096)
+def _idna(host: str) -> str:
+    """Lower-case host, non-ASCII labels as punycode (UTS 46 where the idna package can)."""
+    host = host.lower()
+    if host.isascii():
+        return host
+    try:
+        import idna
+
+        return idna.encode(host, uts46=True).decode("ascii")
+    except Exception:
+        try:
+            return host.encode("idna").decode("ascii")
+        except UnicodeError:
+            return host
+
+
+def normalize_url(url: str) -> str:
+    """The dedupe key of ``url``: equal for URLs that name the same resource.
+
+    Lower-case scheme and host (IDN as punycode), no default port, no fragment, no empty
+    query, dot segments resolved, canonical percent-escapes, empty path as ``/``.  Never
+    raises: a string that is not an absolute URL comes back stripped.
+    """
+    if _CANONICAL.fullmatch(url) is not None and (
+        "/." not in url or _CANONICAL_SEGMENTS.fullmatch(url) is not None
+    ):
+        return url
+    return _normalize_slow(url)
+
+
+def _normalize_slow(url: str) -> str:
+    """Full normalisation; ``normalize_url`` without the fast path (tests compare both)."""
+    url = url.strip()
+    if not _SCHEME.match(url):
+        return url
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return url
+    scheme = parts.scheme.lower()
+    netloc = parts.netloc
+    userinfo, _, hostport = netloc.rpartition("@")
+    if hostport.startswith("["):
+        end = hostport.find("]")
+        host, port = hostport[: end + 1], hostport[end + 1 :]
+        port = port[1:] if port.startswith(":") else ""
+    else:
+        host, _, port = hostport.partition(":")
+    host = _idna(host)
+    if port.isdigit():
+        port = str(int(port))
+        if _DEFAULT_PORTS.get(scheme) == port:
+            port = ""
+    netloc = (userinfo + "@" if userinfo else "") + host + (":" + port if port else "")
+    path = _norm_part(parts.path, _PATH_SAFE)
+    if "." in path:
+        path = _remove_dot_segments(path)
+    if not path:
+        path = "/"
+    query = _norm_part(parts.query, _QUERY_SAFE) if parts.query else ""
+    return f"{scheme}://{netloc}{path}" + (f"?{query}" if query else "")
+
+
+def is_http_url(s: str) -> bool:
+    """An absolute http(s) URL with a host and no whitespace or control characters."""
+    return _HTTP_URL.fullmatch(s) is not None
+
+
+def host_of(url: str) -> str:
+    """Lower-case host name of ``url`` (punycode for IDN), or ``""`` if it has none."""
+    m = _HOST.match(url)
+    if m is None:
+        return ""
+    return _idna(m.group(1))
+
+
+def _www_variant(host: str) -> str:
+    return host[4:] if host.startswith("www.") else "www." + host
+
+
+def same_host(url: str, hosts: set[str]) -> bool:
+    """True if ``url``'s host is one of ``hosts`` (lower-case), ``www.`` variants included."""
+    h = host_of(url)
+    return bool(h) and (h in hosts or _www_variant(h) in hosts)
+
+
+def host_matcher(hosts: Iterable[str]) -> re.Pattern[str]:
+    """One regex that accepts an http(s) URL on any of ``hosts`` (or their ``www.`` twins).
+
+    A hit implies ``is_http_url(u) and same_host(u, hosts)``; a miss decides nothing, so
+    callers fall back to those two.  It exists because discovery checks a million URLs.
+    """
+    names = sorted({h[4:] if h.startswith("www.") else h for h in hosts if h})
+    if not names:
+        return re.compile(r"(?!)")
+    alt = "|".join(re.escape(n) for n in names)
+    return re.compile(
+        rf"(?i:https?)://(?:www\.)?(?:{alt})(?::[0-9]{{1,5}})?(?:[/?#][^\s\x00-\x1f\x7f]*)?"
+    )
+
+
+def glob_to_regex(pattern: str) -> str:
+    """Regex source (unanchored) for a shell glob in which ``*`` also matches ``/``.
+
+    Up to two ``*`` become greedy ``.*`` (about twice as fast as fnmatch's lazy atomic
+    groups); with more, fnmatch's translation keeps backtracking linear.
+    """
+    if pattern.count("*") > 2:
+        inner = fnmatch.translate(pattern)
+        return inner[len("(?s:") : -len(r")\Z")]
+    out: list[str] = []
+    i, n = 0, len(pattern)
+    while i < n:
+        c = pattern[i]
+        i += 1
+        if c == "*":
+            if not out or out[-1] != ".*":
+                out.append(".*")
+        elif c == "?":
+            out.append(".")
+        elif c == "[":
+            j = i
+            if j < n and pattern[j] == "!":
+                j += 1
+            if j < n and pattern[j] == "]":
+                j += 1
+            while j < n and pattern[j] != "]":
+                j += 1
+            if j >= n:
+                out.append(re.escape(c))
+                continue
+            body = pattern[i:j]
+            i = j + 1
+            neg = body.startswith("!")
+            chars = "".join(ch if ch == "-" else re.escape(ch) for ch in body[neg:])
+            out.append(f"[{'^' if neg else ''}{chars}]")
+        else:
+            out.append(re.escape(c))
+    return "".join(out)
+
+
+class UrlFilter:
+    """Shell-style include/exclude globs matched against the whole URL.
+
+    ``*`` matches any run of characters including ``/``, ``?`` one character, ``[...]`` a
+    class.  Exclude wins over include; no include patterns means include everything.  Each
+    list is compiled into a single regex so a million checks stay cheap.
+    """
+
+    def __init__(self, include: Sequence[str] = (), exclude: Sequence[str] = ()) -> None:
+        self.include = tuple(include)
+        self.exclude = tuple(exclude)
+        inc = self._compile(self.include, "include")
+        exc = self._compile(self.exclude, "exclude")
+        self._inc = inc.match if inc is not None else None
+        self._exc = exc.match if exc is not None else None
+
+    @staticmethod
+    def _compile(patterns: Sequence[str], what: str) -> re.Pattern[str] | None:
+        if not patterns:
+            return None
+        groups = []
+        for i, p in enumerate(patterns):
+            if not isinstance(p, str) or not p:
+                raise UserError(f"filters.{what}: patterns must be non-empty strings, got {p!r}")
+            groups.append(f"(?P<p{i}>{glob_to_regex(p)})")
+        try:
+            return re.compile("(?s:" + "|".join(groups) + r")\Z")
+        except re.error as e:
+            raise UserError(f"filters.{what}: bad pattern in {list(patterns)}: {e}") from None
+
+    def check(self, url: str) -> str | None:
+        """None if ``url`` is kept, else why not: ``exclude:<pattern>`` or ``include:no-match``."""
+        exc = self._exc
+        if exc is not None:
+            m = exc(url)
+            if m is not None:
+                return "exclude:" + self.exclude[int(m.lastgroup[1:])]  # type: ignore[index]
+        inc = self._inc
+        if inc is not None and inc(url) is None:
+            return "include:no-match"
+        return None
+
+    def __call__(self, url: str) -> bool:
+        return self.check(url) is None
+
+
+_MASK64 = (1 << 64) - 1
+
+
+class UrlSet:
+    """Membership set of URL keys in ~16-32 bytes each: linear probing over 64-bit hashes.
+
+    Keys are reduced to Python's 64-bit ``hash()`` (SipHash, salted per process — fine, the
+    set never leaves the process).  Two different keys collide with probability ~n²/2⁶⁵
+    (3e-8 for a million), the price of not storing the strings.  The table doubles when it
+    gets half full, so probes stay short.
+    """
+
+    __slots__ = ("_len", "_limit", "_mask", "_table")
+
+    def __init__(self, capacity: int = 0) -> None:
+        size = 1024
+        while size < 2 * capacity:
+            size *= 2
+        self._table = array("Q", bytes(8 * size))
+        self._mask = size - 1
+        self._limit = size // 2
+        self._len = 0
+
+    def add(self, key: str) -> bool:
+        """Add ``key`` (a normalised URL); True if it was not there before."""
+        h = hash(key) & _MASK64 or 1  # 0 marks an empty slot
+        table = self._table
+        mask = self._mask
+        i = h & mask
+        while True:
+            v = table[i]
+            if v == h:
+                return False
+            if not v:
+                break
+            i = (i + 1) & mask
+        table[i] = h
+        self._len += 1
+        if self._len > self._limit:
+            self._grow()
+        return True
+
+    def __contains__(self, key: object) -> bool:
+        if not isinstance(key, str):
+            return False
+        h = hash(key) & _MASK64 or 1
+        table = self._table
+        mask = self._mask
+        i = h & mask
+        while True:
+            v = table[i]
+            if v == h:
+                return True
+            if not v:
+                return False
+            i = (i + 1) & mask
+
+    def __len__(self) -> int:
+        return self._len
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes held by the table (for reports and tests)."""
+        return self._table.itemsize * len(self._table)
+
+    def _grow(self) -> None:
+        size = 2 * len(self._table)
+        table = array("Q", bytes(8 * size))
+        mask = size - 1
+        for h in filter(None, self._table):
+            i = h & mask
+            while table[i]:
+                i = (i + 1) & mask
+            table[i] = h
+        self._table = table
+        self._mask = mask
+        self._limit = size // 2
