@@ -42,6 +42,7 @@ def atomic_write(
     if isinstance(data, str):
         data = data.encode("utf-8")
     tmp = tmp_name(target)
+    done = False
     try:
         with open(tmp, "wb") as f:
             f.write(data)
@@ -51,6 +52,7 @@ def atomic_write(
         for attempt in range(replace_retries):
             try:
                 os.replace(tmp, target)
+                done = True
                 return
             except OSError as e:
                 if e.errno not in (errno.EEXIST, errno.EBUSY, errno.EACCES) or (
@@ -59,8 +61,9 @@ def atomic_write(
                     raise
                 time.sleep(0.02 * (attempt + 1))
     finally:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp)
+        if not done:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(tmp)
 
 
 def move_exclusive(src: Path, dst: Path) -> bool:

@@ -18,13 +18,13 @@ markdown files), never silently dropped.
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import orjson
 import yaml
 
 from sitemap_crawler.errors import CrawlError
@@ -45,8 +45,8 @@ def load(path: Path) -> dict[str, dict[str, Any]]:
     except FileNotFoundError:
         return {}
     try:
-        data = json.loads(raw)
-    except ValueError as e:
+        data = orjson.loads(raw)
+    except orjson.JSONDecodeError as e:
         raise CrawlError(f"{path}: corrupt url-index ({e})") from None
     if not isinstance(data, dict):
         raise CrawlError(f"{path}: corrupt url-index (not a JSON object)")
@@ -132,7 +132,7 @@ def merge(state: StateDir, worker_id: str, is_dead: Callable[[str], bool],
             for rec in read_journal(path):
                 apply(idx, rec)
                 applied += 1
-        atomic_write(state.index_path, json.dumps(idx, separators=(",", ":"), sort_keys=True))
+        atomic_write(state.index_path, orjson.dumps(idx, option=orjson.OPT_SORT_KEYS))
         for path in files:
             if path.name.endswith(".closed.jsonl") or is_gone(owner_of(path)):
                 unlink_quiet(path)
@@ -155,6 +155,6 @@ def update(state: StateDir, worker_id: str, is_dead: Callable[[str], bool],
     try:
         idx = load_or_rebuild(state, output_dir)
         fn(idx)
-        atomic_write(state.index_path, json.dumps(idx, separators=(",", ":"), sort_keys=True))
+        atomic_write(state.index_path, orjson.dumps(idx, option=orjson.OPT_SORT_KEYS))
     finally:
         lock.release()

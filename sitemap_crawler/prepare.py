@@ -111,6 +111,8 @@ def prepare(site: Site, *, dry_run: bool = False, full: bool = False,
         log.info("smart mode: %d of %d sampled URLs changed -> %s crawl", verdict.changed,
                  verdict.sampled, res.smart["mode"])
     planner = Planner(s, full=full)
+    filtering = bool(site.filters.include or site.filters.exclude)
+    queued_any = len(queued) > 0
     filtered: Counter[str] = Counter()
     stats = DiscoveryStats()
     now = utcnow()
@@ -123,7 +125,8 @@ def prepare(site: Site, *, dry_run: bool = False, full: bool = False,
     def flush(entries: list[dict[str, Any]]) -> None:
         res.tickets += 1
         ticket = {"ticket_id": f"{run}-{res.tickets:05d}", "site": site.name, "created_at": now,
-                  "gen": 0, "urls": entries, "size": len(entries), "claimed_by": None,
+                  "last_seen": now, "gen": 0, "urls": entries, "size": len(entries),
+                  "claimed_by": None,
                   "claimed_at": None, "completed_at": None,
                   "progress": {"total": len(entries), "success": 0, "failed": 0, "skipped": 0}}
         if not dry_run:
@@ -132,38 +135,43 @@ def prepare(site: Site, *, dry_run: bool = False, full: bool = False,
     with http_client(site) as client:
         for e in discover(site.sources, s, client, stats, progress):
             res.found += 1
-            reason = flt.check(e.url)
-            if reason is not None:
+            url = e.url
+            if filtering and (reason := flt.check(url)) is not None:
                 filtered[reason] += 1
                 continue
-            key = normalize_url(e.url)
+            key = normalize_url(url)
             if not seen.add(key):
                 res.duplicates += 1
                 continue
-            if len(queued) and key in queued:
+            if queued_any and key in queued:
                 res.already_queued += 1
                 continue
-            prior = idx.get(e.url)
-            d = planner.decide(e.lastmod, e.changefreq, e.priority, prior)
-            if not d.due:
-                res.fresh += 1
-                continue
+            prior = idx.get(url) if idx else None
+            if prior is None:
+                new = True
+                score = 0.0
+            else:
+                d = planner.decide(e.lastmod, e.changefreq, e.priority, prior)
+                if not d.due:
+                    res.fresh += 1
+                    continue
+                new, score = d.new, d.score
             if limit is not None and res.kept >= limit:
                 res.over_limit += 1
                 continue
             res.kept += 1
-            entry: dict[str, Any] = {"url": e.url, "last_seen": now}
+            entry: dict[str, Any] = {"url": url}
             if e.lastmod:
                 entry["lastmod"] = e.lastmod
             if e.changefreq:
                 entry["changefreq"] = e.changefreq
             if e.priority is not None:
                 entry["priority"] = e.priority
-            if getattr(e, "title", None):
+            if e.title:
                 entry["title"] = e.title
             if prior:
                 entry["prior"] = {k: prior[k] for k in _CARRY if prior.get(k) is not None}
-            if d.new:
+            if new:
                 res.new += 1
                 batch.append(entry)
                 if len(batch) >= ticket_size:
@@ -171,7 +179,7 @@ def prepare(site: Site, *, dry_run: bool = False, full: bool = False,
                     batch = []
             else:
                 res.due_again += 1
-                stale.append((-d.score, entry))
+                stale.append((-score, entry))
     if batch:
         flush(batch)
     complete = not stats.errors and not stats.truncated_files

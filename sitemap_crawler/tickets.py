@@ -33,7 +33,6 @@ Invariants (see ../shared/netfs/README.md for why each primitive was chosen):
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import random
 import time
@@ -42,6 +41,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 from urllib.parse import unquote
+
+import orjson
 
 from sitemap_crawler.fsutil import TMP_PREFIX, atomic_write, move_exclusive, read_bytes
 from sitemap_crawler.state import StateDir
@@ -132,7 +133,7 @@ class TicketQueue:
     def add(self, ticket: dict[str, Any]) -> Path:
         """Write a new pending ticket (gen 0).  prepare calls os.sync() once at its end."""
         path = self.dirs["pending"] / f"{ticket['ticket_id']}.0.json"
-        atomic_write(path, json.dumps(ticket, separators=(",", ":")), fsync=False)
+        atomic_write(path, orjson.dumps(ticket), fsync=False)
         return path
 
     # -- T1 ----------------------------------------------------------------------------------
@@ -155,8 +156,8 @@ class TicketQueue:
             return None
         raw = read_bytes(dst)
         try:
-            data = json.loads(raw) if raw else None
-        except ValueError:
+            data = orjson.loads(raw) if raw else None
+        except orjson.JSONDecodeError:
             data = None
         if not isinstance(data, dict) or not isinstance(data.get("urls"), list):
             self._quarantine(dst)
@@ -186,7 +187,7 @@ class TicketQueue:
             return None
         c.data.update(self._progress(c))
         c.data["completed_at"] = utcnow()
-        atomic_write(dst, json.dumps(c.data, separators=(",", ":")))
+        atomic_write(dst, orjson.dumps(c.data))
         return state
 
     # -- T4 ----------------------------------------------------------------------------------
@@ -200,7 +201,7 @@ class TicketQueue:
         data["gen"] = c.name.gen + 1
         dst = self.dirs["pending"] / c.name.file(owner=None, gen=c.name.gen + 1)
         if not dst.exists():
-            atomic_write(dst, json.dumps(data, separators=(",", ":")))
+            atomic_write(dst, orjson.dumps(data))
         with contextlib.suppress(FileNotFoundError):
             c.path.unlink()
         return True
@@ -252,8 +253,8 @@ class TicketQueue:
     def read(self, state: str, name: TicketName) -> dict[str, Any] | None:
         raw = read_bytes(self.dirs[state] / name.file(name.owner))
         try:
-            data = json.loads(raw) if raw else None
-        except ValueError:
+            data = orjson.loads(raw) if raw else None
+        except orjson.JSONDecodeError:
             return None
         return data if isinstance(data, dict) else None
 
