@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import logging
 import threading
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import typer
@@ -34,7 +35,11 @@ def run_demo(output: Path, *, workers: int = 4, pages: int = 300,
     except (FileNotFoundError, ValueError):
         meta = {"generation": -1, "port": 0}
     generation = int(meta.get("generation", -1)) + 1
-    site = demosite.generate(generation=generation, pages=pages)
+    # The demo site publishes generation g's changes during the day starting at epoch + g
+    # days.  Starting that day *now* makes the changed pages' sitemap lastmod newer than the
+    # previous run's crawl, as on a real site edited between two crawls.
+    epoch = datetime.now(UTC).replace(microsecond=0) - timedelta(days=generation)
+    site = demosite.generate(generation=generation, pages=pages, epoch=epoch)
     try:
         server = demosite.serve(site, port=int(meta.get("port") or 0))
     except OSError:
@@ -66,8 +71,8 @@ def run_demo(output: Path, *, workers: int = 4, pages: int = 300,
         totals = run_site(config_path, s, workers)
         typer.echo(summary(s.name, totals))
         st = server.stats()
-        typer.echo(f"the demo server answered {st.get('200', 0)} x 200 and "
-                   f"{st.get('304', 0)} x 304")
+        typer.echo(f"the demo server answered {st.ok} x 200 and {st.not_modified} x 304 "
+                   f"({st.bytes_sent / 1e6:.1f} MB of bodies)")
     typer.echo(f"markdown is in {s.base_dir}  (state: {s.state_dir})")
     if generation == 0:
         typer.echo("run `sitemap-crawler demo` again: the site changes a little and the second "

@@ -415,3 +415,25 @@ def _mkdir_shared(path: Path) -> None:
 
 
 __all__ = ["BLOCK_FILE", "HostGate", "Interrupted", "Lease", "safe_host", "sent_trace"]
+
+
+def clear_blocks(root: Path) -> int:
+    """Forget every host block (G7) — only when no worker of this state dir is running.
+
+    A block is counted from when each reader first sees it, so without this a block written
+    by the last run (a give-up lasts ``max_backoff``) would be served in full again to the
+    next one.  The caller (``work``) clears them only when no heartbeat file exists.
+    """
+    n = 0
+    try:
+        hosts = list(os.scandir(root))
+    except FileNotFoundError:
+        return 0
+    for h in hosts:
+        if h.is_dir():
+            try:
+                os.unlink(os.path.join(h.path, BLOCK_FILE))
+                n += 1
+            except FileNotFoundError:
+                pass
+    return n

@@ -27,6 +27,7 @@ from sitemap_crawler import logs
 from sitemap_crawler.config import Site, load_config
 from sitemap_crawler.errors import CrawlError
 from sitemap_crawler.heartbeat import Observer
+from sitemap_crawler.hostgate import clear_blocks
 from sitemap_crawler.state import StateDir, new_worker_id
 from sitemap_crawler.tickets import TicketQueue, utcnow
 
@@ -124,6 +125,10 @@ class Display:
 def run_site(config_path: Path, site: Site, workers: int) -> Counter[str]:
     """Run ``workers`` processes on ``site`` until no work is left (or a stop signal)."""
     state = StateDir(site.state_dir)
+    if not Observer(state.workers, 0).known_workers():
+        cleared = clear_blocks(state.hosts)  # nobody is running: old blocks are history
+        if cleared:
+            log.info("%s: forgot %d host block(s) left by an earlier run", site.name, cleared)
     ctx = mp.get_context("spawn")
     stop = ctx.Event()
     q = ctx.Queue()
@@ -213,6 +218,7 @@ def summary(site: str, t: Counter[str]) -> str:
     failed = t["failed"] + t["failed_permanent"]
     return (f"{site}: {urls} URLs in {secs:.1f}s ({urls / secs:.1f} pages/s): "
             f"new {t['new']}, changed {t['changed']}, unchanged {t['unchanged_304']} (304) + "
-            f"{t['unchanged_hash']} (same content), removed {t['removed'] + t['gone']}, "
+            f"{t['unchanged_hash']} (same content), removed {t['removed']}, "
+            f"not found {t['gone']}, "
             f"failed {failed}, skipped {sum(skipped.values())} ({skip_txt}); "
             f"{t['bytes'] / 1e6:.1f} MB downloaded")

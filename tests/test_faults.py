@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import time
 import subprocess
 from pathlib import Path
 
@@ -93,3 +94,25 @@ def test_full_disk_stops_cleanly_and_loses_nothing(server, tmp_path, tiny_disk):
         tiny_disk / "out" / "md" / idx[u]["file_path"]).exists() for u in urls)
     assert len([p for p in (tiny_disk / "out" / "md").rglob("*.md")]) == 60
     assert os.listdir(tiny_disk / "out" / ".crawl-state" / "docs" / "tickets" / "claimed") == []
+
+
+def test_a_host_given_up_is_tried_again_by_the_next_run(server, tmp_path):
+    urls = doc_site(server, 6)
+    for i in range(6):
+        server.route(f"/docs/page-{i}.html", Response(503, b"down"))
+    cfg = write_config(tmp_path, server.url("/"), max_retries=1, patience=2, max_backoff=600,
+                       crawl_state={"ticket_size": 6})
+    t0 = time.monotonic()
+    r = cli(cfg, "crawl", "docs", "--workers", "1")
+    assert time.monotonic() - t0 < 60  # gave up instead of waiting 600 s per URL
+    idx = index(tmp_path / "out")
+    assert sum(e.get("error") == "host_gave_up" for e in idx.values()) >= 3, r.stdout
+    requests_first = len([q for q in server.requests if q.path.startswith("/docs/")])
+    assert requests_first <= 4  # patience 2 x (1 + 1 retry)
+    for i in range(6):
+        server.route(f"/docs/page-{i}.html", Response(body=page_html(i)))
+    t0 = time.monotonic()
+    cli(cfg, "resume", "docs", "--workers", "1")
+    assert time.monotonic() - t0 < 60  # the old 600 s block was not served again
+    idx = index(tmp_path / "out")
+    assert all(idx[u]["outcome"] == "new" for u in urls)

@@ -116,7 +116,7 @@ def test_changed_removed_and_added_pages_between_runs(server, tmp_path):
         content_type="application/xml"))
     text = crawl(cfg)
     assert "1 removed" in text  # prepare: page-4 is no longer listed
-    assert "new 1, changed 1, unchanged 7 (304)" in text and "removed 1" in text, text
+    assert "new 1, changed 1, unchanged 7 (304)" in text and "removed 1," in text, text
     after = md_state(out)
     f = {i: "md/" + idx1[server.url(f"/docs/page-{i}.html")]["file_path"] for i in range(10)}
     assert f[3] not in after and f[4] not in after  # 404 and unlisted: markdown removed
