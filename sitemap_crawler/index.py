@@ -117,10 +117,24 @@ def merge(state: StateDir, worker_id: str, is_dead: Callable[[str], bool],
 
     ``is_dead`` breaks a merge lock held by a dead worker; ``is_gone(worker)`` says a journal
     will not grow any more (closed, or its worker is dead), so it can be deleted once merged.
+    Returns the number of journal records applied.
     """
+    return _merge(state, worker_id, is_dead, is_gone, output_dir)[0]
+
+
+def merged_index(state: StateDir, worker_id: str, is_dead: Callable[[str], bool],
+                 output_dir: Path | None = None) -> dict[str, dict[str, Any]]:
+    """The index with every journal folded in, read (and parsed) once."""
+    _applied, idx = _merge(state, worker_id, is_dead, is_dead, output_dir)
+    return idx if idx is not None else load_or_rebuild(state, output_dir)
+
+
+def _merge(state: StateDir, worker_id: str, is_dead: Callable[[str], bool],
+           is_gone: Callable[[str], bool], output_dir: Path | None,
+           ) -> tuple[int, dict[str, dict[str, Any]] | None]:
     files = journal_files(state.journal)
     if not files:
-        return 0
+        return 0, None
     lock = RenameLock(state.locks, "index", worker_id)
     if not lock.acquire(is_dead):
         raise CrawlError(f"{state.locks}: could not take the index lock (held by a live worker)")
@@ -136,7 +150,7 @@ def merge(state: StateDir, worker_id: str, is_dead: Callable[[str], bool],
         for path in files:
             if path.name.endswith(".closed.jsonl") or is_gone(owner_of(path)):
                 unlink_quiet(path)
-        return applied
+        return applied, idx
     finally:
         lock.release()
 

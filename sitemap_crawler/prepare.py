@@ -93,8 +93,9 @@ def prepare(site: Site, *, dry_run: bool = False, full: bool = False,
     observer = Observer(state.workers, s.crawl_state.heartbeat_timeout)
     if not dry_run:
         state.ensure()
-        url_index.merge(state, wid, observer.is_dead, observer.is_dead, site.base_dir)
-    idx = url_index.load_or_rebuild(state, site.base_dir) if state.exists() else {}
+        idx = url_index.merged_index(state, wid, observer.is_dead, site.base_dir)
+    else:
+        idx = url_index.load_or_rebuild(state, site.base_dir) if state.exists() else {}
     queue = TicketQueue(state, wid)
     seen = UrlSet()
     queued = UrlSet()

@@ -36,7 +36,7 @@ SECOND_SIGNAL_WINDOW = 3.0
 
 
 def _child(config_path: str, site_name: str, shared_stop: Any, q: Any) -> None:
-    """Entry point of a worker process (spawned: a clean interpreter, nothing inherited)."""
+    """Entry point of a worker process (forked on Linux, spawned elsewhere)."""
     logs.setup_from_env()
     local_stop = threading.Event()
     first: list[float] = []
@@ -125,11 +125,17 @@ class Display:
 def run_site(config_path: Path, site: Site, workers: int) -> Counter[str]:
     """Run ``workers`` processes on ``site`` until no work is left (or a stop signal)."""
     state = StateDir(site.state_dir)
+    # Fork where we can: the children inherit the imported modules instead of paying ~0.4 s
+    # of CPU each to import them again (it was 16 % of a 5,000-URL all-304 re-crawl).  No
+    # thread runs in this process before the children are started.
+    import sitemap_crawler.worker  # noqa: F401  (preloaded for the forked children)
+
+    method = "fork" if "fork" in mp.get_all_start_methods() else "spawn"
     if not Observer(state.workers, 0).known_workers():
         cleared = clear_blocks(state.hosts)  # nobody is running: old blocks are history
         if cleared:
             log.info("%s: forgot %d host block(s) left by an earlier run", site.name, cleared)
-    ctx = mp.get_context("spawn")
+    ctx = mp.get_context(method)
     stop = ctx.Event()
     q = ctx.Queue()
     total = remaining_urls(state)
@@ -154,10 +160,10 @@ def run_site(config_path: Path, site: Site, workers: int) -> Counter[str]:
     totals: Counter[str] = Counter()
     fatal: list[str] = []
     t0 = time.monotonic()
-    display = Display(site.name, total)
+    for p in procs:
+        p.start()
+    display = Display(site.name, total)  # its refresh thread starts after the fork
     try:
-        for p in procs:
-            p.start()
         finished = 0
         while finished < len(procs):
             try:

@@ -113,7 +113,9 @@ class Worker:
                 continue
             if not self.queue.has_work():
                 return
-            self.stop.wait(min(1.0, self.s.crawl_state.heartbeat_interval))
+            # Others still hold tickets: look again soon (they may finish, or die and need
+            # reclaiming); a listdir of two small directories costs next to nothing.
+            self.stop.wait(min(0.2, self.s.crawl_state.heartbeat_interval))
 
     def _progress_of(self, worker: str, ticket_id: str) -> dict[str, str]:
         return ticket_progress(self.state.journal, worker, ticket_id)
