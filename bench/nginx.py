@@ -56,7 +56,7 @@ http {{
     default_type application/octet-stream;
     charset utf-8;
     charset_types text/html text/plain text/markdown;
-    log_format bench '$status $body_bytes_sent';
+    log_format bench '$status $bytes_sent $request_length';
     {access_log}
     sendfile on;
     tcp_nopush on;
@@ -161,16 +161,19 @@ class Nginx:
         raise RuntimeError("nginx did not start: " + self._log_tail())
 
     def status_counts(self, reset: bool = False) -> dict[str, int]:
-        """Server-side truth from the access log (``access_log=True``): requests per status and
-        body bytes sent.  ``reset`` empties the log for the next measurement."""
+        """Server-side truth from the access log (``access_log=True``): requests per status,
+        response bytes sent (headers + body) and request bytes received.  ``reset`` empties the
+        log for the next measurement."""
         path = self.tmp / "access.log"
-        counts: dict[str, int] = {"requests": 0, "bytes": 0}
+        counts: dict[str, int] = {"requests": 0, "bytes": 0, "request_bytes": 0}
         if path.exists():
             for line in path.read_text().splitlines():
-                status, sent = line.split()
+                # response bytes on the wire (headers + body), then the request's own bytes
+                status, sent, *req = line.split()
                 counts["requests"] += 1
                 counts[status] = counts.get(status, 0) + 1
                 counts["bytes"] += int(sent)
+                counts["request_bytes"] += int(req[0]) if req else 0
             if reset:
                 path.write_bytes(b"")  # nginx appends (O_APPEND), so truncating is safe
         return counts

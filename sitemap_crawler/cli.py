@@ -7,10 +7,12 @@ the traceback for bug reports).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import sys
 import traceback
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Annotated
 
@@ -93,7 +95,8 @@ def prepare(
     from sitemap_crawler.prepare import prepare as do_prepare
 
     s = Ctx.config().site(site)
-    res = do_prepare(s, dry_run=dry_run, full=full, progress=_progress_printer())
+    with _discovery_progress(site) as progress:
+        res = do_prepare(s, dry_run=dry_run, full=full, progress=progress)
     for w in res.warnings:
         log.warning(w)
     for reason, n in sorted(res.filtered.items()):
@@ -101,10 +104,21 @@ def prepare(
     typer.echo(res.summary())
 
 
-def _progress_printer():  # type: ignore[no-untyped-def]
-    def show(msg: str) -> None:
-        log.info(msg)
-    return show
+@contextlib.contextmanager
+def _discovery_progress(site: str) -> Iterator[Callable[[str], None]]:
+    """A live status line on a terminal (files read, URLs so far); log lines otherwise."""
+    if not sys.stderr.isatty():
+        yield lambda msg: log.info(msg)
+        return
+    from rich.console import Console
+
+    files = [0]
+    with Console(stderr=True).status(f"{site}: discovering URLs ...") as st:
+        def show(msg: str) -> None:
+            files[0] += 1
+            log.debug(msg)
+            st.update(f"{site}: {files[0]} file(s) read; last: {msg}")
+        yield show
 
 
 @app.command()

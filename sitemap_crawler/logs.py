@@ -15,7 +15,8 @@ import sys
 import time
 from pathlib import Path
 
-_FIELDS = ("worker", "ticket", "url", "site")
+_FIELDS = ("worker", "ticket", "url", "site", "status", "outcome", "elapsed")
+EVENTS = "sitemap_crawler.events"  # per-URL records: the log file gets them, the console not
 
 
 class JsonLines(logging.Formatter):
@@ -49,6 +50,8 @@ def setup(level: str = "INFO", log_file: str | None = None, verbose: bool = Fals
     console = logging.StreamHandler(sys.stderr)
     console.setLevel(lvl)
     console.setFormatter(Console())
+    if not verbose:
+        console.addFilter(lambda r: not r.name.startswith(EVENTS))
     root.addHandler(console)
     if log_file:
         Path(log_file).parent.mkdir(parents=True, exist_ok=True)

@@ -37,7 +37,7 @@ from sitemap_crawler.urls import UrlFilter, UrlSet, normalize_url
 log = logging.getLogger(__name__)
 
 _CARRY = ("etag", "last_modified", "content_hash", "raw_hash", "file_path", "last_crawled",
-          "first_seen", "last_changed", "changes_detected", "change_frequency")
+          "first_seen", "last_changed", "changes_detected", "change_frequency", "size")
 
 
 @dataclass
@@ -61,6 +61,7 @@ class PrepareResult:
     seconds: float = 0.0
     dry_run: bool = False
     smart: dict[str, Any] | None = None
+    bytes_saved: int = 0  # bodies not downloaded because the sitemap said "not modified"
 
     def summary(self) -> str:
         filt = sum(self.filtered.values())
@@ -71,6 +72,8 @@ class PrepareResult:
                 f"{self.fresh} fresh; {verb} {self.tickets} tickets for {self.kept} URLs "
                 f"({self.new} new, {self.due_again} due again)"
                 + (f"; {self.removed} removed" if self.removed else "")
+                + (f"; {self.bytes_saved / 1e6:.1f} MB not downloaded (fresh per the sitemap)"
+                   if self.bytes_saved else "")
                 + f" in {self.seconds:.1f}s")
 
 
@@ -155,6 +158,7 @@ def prepare(site: Site, *, dry_run: bool = False, full: bool = False,
                 d = planner.decide(e.lastmod, e.changefreq, e.priority, prior)
                 if not d.due:
                     res.fresh += 1
+                    res.bytes_saved += prior.get("size") or 0
                     continue
                 new, score = d.new, d.score
             if limit is not None and res.kept >= limit:

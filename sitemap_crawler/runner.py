@@ -72,17 +72,6 @@ def _child(config_path: str, site_name: str, shared_stop: Any, q: Any) -> None:
     q.put(("done", dict(stats)))
 
 
-def remaining_urls(state: StateDir) -> int:
-    q = TicketQueue(state, "status")
-    n = 0
-    for st in ("pending", "claimed"):
-        for name in q.names(st):
-            data = q.read(st, name)
-            if data:
-                n += max(0, len(data.get("urls", [])) - len(data.get("done") or {}))
-    return n
-
-
 class Display:
     """rich progress on a terminal, a plain line every 10 s otherwise."""
 
@@ -138,7 +127,7 @@ def run_site(config_path: Path, site: Site, workers: int) -> Counter[str]:
     ctx = mp.get_context(method)
     stop = ctx.Event()
     q = ctx.Queue()
-    total = remaining_urls(state)
+    total = TicketQueue(state, "runner").remaining_urls()
     procs = [ctx.Process(target=_child, args=(str(config_path), site.name, stop, q),
                          name=f"worker-{i}") for i in range(workers)]
     signals: list[float] = []
@@ -227,4 +216,5 @@ def summary(site: str, t: Counter[str]) -> str:
             f"{t['unchanged_hash']} (same content), removed {t['removed']}, "
             f"not found {t['gone']}, "
             f"failed {failed}, skipped {sum(skipped.values())} ({skip_txt}); "
-            f"{t['bytes'] / 1e6:.1f} MB downloaded")
+            f"{t['bytes'] / 1e6:.1f} MB downloaded, {t['bytes_saved'] / 1e6:.1f} MB saved by "
+            "conditional requests")

@@ -26,12 +26,7 @@ def site_status(site: Site, watch: float = 0.0) -> dict[str, Any]:
         return out
     q = TicketQueue(state, "status")
     out["tickets"] = q.counts()
-    urls_left = 0
-    for st in ("pending", "claimed"):
-        for name in q.names(st):
-            data = q.read(st, name)
-            if data:
-                urls_left += max(0, len(data.get("urls", [])) - len(data.get("done") or {}))
+    urls_left = q.remaining_urls()
     out["urls_remaining"] = urls_left
     failed_urls = 0
     for name in q.names("failed"):

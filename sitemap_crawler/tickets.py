@@ -258,6 +258,16 @@ class TicketQueue:
             return None
         return data if isinstance(data, dict) else None
 
+    def remaining_urls(self) -> int:
+        """URLs not yet done in pending and claimed tickets (progress and ETA)."""
+        n = 0
+        for state in ("pending", "claimed"):
+            for name in self.names(state):
+                data = self.read(state, name)
+                if data:
+                    n += max(0, len(data.get("urls", [])) - len(data.get("done") or {}))
+        return n
+
     def has_work(self) -> bool:
         return bool(self.names("pending") or self.names("claimed"))
 

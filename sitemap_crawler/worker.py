@@ -43,6 +43,8 @@ from sitemap_crawler.tickets import Claimed, TicketQueue, utcnow
 from sitemap_crawler.urls import host_of, normalize_url
 
 log = logging.getLogger(__name__)
+# One record per URL, for --log-file (JSON lines); kept off the console unless --verbose.
+events = logging.getLogger("sitemap_crawler.events")
 
 HTML_TYPES = {"text/html", "application/xhtml+xml"}
 EMA_ALPHA = 0.3  # weight of the newest observation in change_frequency (seed 002, phase 4)
@@ -201,11 +203,21 @@ class Worker:
         else:
             c.done[url] = done
             rec.pop("failed", None)
+        if kind == "unchanged_304":
+            # a 304 saved the whole body: its size is what the last 200 brought
+            rec["size"] = prior.get("size")
+            saved = int(prior.get("size") or 0)
+        else:
+            saved = 0
+            if r.outcome == "ok":
+                rec["size"] = len(r.body)
         self.journal.append(rec)
-        self.stats["urls"] += 1
-        self.stats[kind] += 1
-        self.stats["bytes"] += r.bytes_received
-        self._count(Counter({"urls": 1, kind: 1, "bytes": r.bytes_received}))
+        delta = Counter({"urls": 1, kind: 1, "bytes": r.bytes_received, "bytes_saved": saved})
+        self.stats.update(delta)
+        self._count(delta)
+        events.info("%s %s", kind, url, extra={"worker": self.wid, "ticket": c.ticket_id,
+                                               "url": url, "status": r.status,
+                                               "outcome": kind, "elapsed": rec["elapsed"]})
 
     def _classify(self, r: FetchResult, url: str, entry: dict[str, Any],
                   prior: dict[str, Any], rec: dict[str, Any]) -> tuple[str, str | None]:

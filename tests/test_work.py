@@ -187,3 +187,54 @@ def test_two_machines_on_a_real_share(share, server, tmp_path):
     ids = completed_ids(a / "out")
     assert len(ids) == 6 and max(ids.values()) == 1, (kind, ids)
     assert max(page_hits(server).values()) == 1
+
+
+def test_second_ctrl_c_within_3s_exits_at_once_and_the_next_run_finishes(server, tmp_path):
+    urls = doc_site(server, 12, delay=1.0)  # a graceful stop would wait ~1 s for the request
+    cfg = write_config(tmp_path, server.url("/"))
+    out = tmp_path / "out"
+    cli(cfg, "prepare", "docs")
+    p = popen_cli(cfg, "work", "--workers", "2")
+    wait_for(lambda: journal_lines(out) >= 1)
+    time.sleep(0.1)  # both workers are now inside a 1 s request
+    t0 = time.monotonic()
+    p.send_signal(signal.SIGINT)
+    time.sleep(0.2)
+    p.send_signal(signal.SIGINT)
+    p.communicate(timeout=30)
+    assert p.returncode == 130
+    assert time.monotonic() - t0 < 0.9  # did not wait for the in-flight requests
+    cli(cfg, "work", "--workers", "2")  # the killed workers' tickets are taken back
+    assert_all_crawled(out, urls)
+    assert not os.listdir(state_dir(out) / "tickets" / "claimed")
+
+
+def test_log_file_has_one_json_event_per_url_with_worker_ticket_and_url(server, tmp_path):
+    urls = doc_site(server, 6)
+    cfg = write_config(tmp_path, server.url("/"))
+    log = tmp_path / "crawl.jsonl"
+    r = cli(cfg, "--log-file", str(log), "crawl", "docs", "--workers", "2")
+    assert not any(u in r.stderr for u in urls)  # per-URL events stay off the console
+    events = [json.loads(line) for line in log.read_text().splitlines()]
+    per_url = [e for e in events if e.get("outcome") == "new"]
+    assert sorted(e["url"] for e in per_url) == sorted(urls)
+    for e in per_url:
+        assert e["worker"] and e["ticket"] and e["status"] == 200 and e["level"] == "info"
+
+
+def test_a_corrupt_url_index_is_reported_and_rebuilt_from_front_matter(server, tmp_path):
+    urls = doc_site(server, 8)
+    cfg = write_config(tmp_path, server.url("/"))
+    out = tmp_path / "out"
+    cli(cfg, "crawl", "docs", "--workers", "2")
+    index_path = state_dir(out) / "url-index.json"
+    index_path.write_bytes(index_path.read_bytes()[:100])  # torn by something outside us
+    n = len(server.requests)
+    r = cli(cfg, "crawl", "docs", "--workers", "2")
+    assert "corrupt url-index" in r.stderr and "rebuilt 8 entries" in r.stderr, r.stderr
+    assert list(state_dir(out).glob("url-index.corrupt.*.json"))  # kept for inspection
+    again = [q for q in server.requests[n:] if q.path.startswith("/docs/")]
+    assert len(again) == 8 and all("if-none-match" in q.headers for q in again)
+    assert "unchanged 8 (304)" in r.stdout, r.stdout
+    idx = json.loads(index_path.read_text())
+    assert all(u in idx for u in urls)
