@@ -128,3 +128,20 @@ def test_changed_removed_and_added_pages_between_runs(server, tmp_path):
     assert idx2[server.url("/docs/page-4.html")]["removed_reason"] == "not_in_sitemap"
     assert idx2[server.url("/docs/page-2.html")]["changes_detected"] == 1
     assert idx2[server.url("/docs/page-10.html")]["first_seen"]
+
+
+def test_smart_mode_samples_and_recrawls_everything_only_when_much_changed(server, tmp_path):
+    doc_site(server, 10, lastmod="2020-01-01")  # the sitemap says nothing ever changes
+    cfg = write_config(tmp_path, server.url("/"), crawl_mode="smart", smart_sample=4,
+                       smart_threshold=0.3)
+    crawl(cfg)
+    n = len(page_requests(server))
+    text = cli(cfg, "prepare", "docs").stdout
+    assert "wrote 0 tickets" in text, text  # sample of 4: all 304 -> stay incremental
+    assert len(page_requests(server)) == n + 4
+    for i in range(10):  # the site changed wholesale, its sitemap did not say so
+        server.route(f"/docs/page-{i}.html", Response(body=page_html(i, version=2), etag=True))
+    text = cli(cfg, "prepare", "docs").stdout
+    assert "wrote 2 tickets for 10 URLs" in text, text  # 4 of 4 changed -> full crawl
+    text = cli(cfg, "work", "--workers", "2").stdout
+    assert "changed 10" in text, text
