@@ -319,6 +319,8 @@ class UrlSet:
         return True
 
     def __contains__(self, key: object) -> bool:
+        # The probe loop is repeated from add() on purpose: both run a million times in
+        # prepare, and a shared helper costs a function call per URL.
         if not isinstance(key, str):
             return False
         h = hash(key) & _MASK64 or 1
