@@ -77,6 +77,7 @@ class Settings:
     max_urls_per_sitemap: int = 50000
     max_sitemap_depth: int = 5
     max_sitemaps: int = 5000
+    cache_sitemaps: bool = True
     min_content_chars: int = 100
     # output
     output: str = "{domain}/{path}.md"

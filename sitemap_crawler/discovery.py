@@ -27,6 +27,7 @@ from sitemap_crawler.config import Settings
 from sitemap_crawler.errors import DiscoveryError
 from sitemap_crawler.llmstxt import TextParser
 from sitemap_crawler.sitemap import Entry, NotASitemap, XmlParser
+from sitemap_crawler.sitemapcache import SitemapCache
 from sitemap_crawler.urls import host_matcher, host_of, is_http_url, normalize_url, same_host
 
 __all__ = ["COMMON_SITEMAP_PATHS", "DiscoveryStats", "Entry", "SourceRead", "discover"]
@@ -72,6 +73,7 @@ class DiscoveryStats:
     errors: list[str] = field(default_factory=list)
     sources: list[SourceRead] = field(default_factory=list)
     errors_dropped: int = 0
+    not_modified: int = 0  # sitemaps answered 304 and read from the kept copy
 
     def warn(self, line: str) -> None:
         if len(self.errors) < MAX_ERRORS:
@@ -101,15 +103,19 @@ def discover(
     client: httpx.Client,
     stats: DiscoveryStats,
     progress: Callable[[str], None] | None = None,
+    cache: SitemapCache | None = None,
 ) -> Iterator[Entry]:
     """Yield every page URL the sources list (duplicates included: the caller dedupes).
 
     A source is a sitemap or index (gzip or not), a bare site (robots.txt ``Sitemap:``
     lines, else the common paths, plus ``/llms.txt``), a robots.txt, an llms.txt or
     plain URL list, or an RSS/Atom feed.  ``client`` carries User-Agent and timeouts;
-    redirects are followed here with ``settings.max_redirects`` as the cap.
+    redirects are followed here with ``settings.max_redirects`` as the cap.  With a
+    ``cache`` (sitemapcache.py), documents are asked for conditionally and a 304 is served
+    from the kept copy.
     """
     run = _Run(settings, client, stats, progress)
+    run.cache = cache
     for src in sources:
         for batch in run.source(src):  # internally entries travel in per-chunk lists
             yield from batch
@@ -128,6 +134,7 @@ class _Run:
         self.hosts: set[str] = set()
         self.matcher = host_matcher(())
         self.failures = 0
+        self.cache: SitemapCache | None = None
 
     # -- sources ----------------------------------------------------------------------
 
@@ -267,10 +274,18 @@ class _Run:
         """GET with redirects followed by hand (cap, loop check), streaming the body."""
         for _hop in range(self.s.max_redirects + 1):
             try:
-                req = self.client.build_request("GET", url)
+                cond = self.cache.validators(url) if self.cache else {}
+                req = self.client.build_request("GET", url, headers=cond)
                 resp = self.client.send(req, stream=True, follow_redirects=False)
             except (httpx.HTTPError, httpx.InvalidURL) as e:
                 raise _Fail(f"cannot fetch: {type(e).__name__}: {_line(e)}") from None
+            if resp.status_code == 304 and self.cache is not None:
+                resp.close()
+                kept = self.cache.replay(url, req)
+                if kept is not None:
+                    self.stats.not_modified += 1
+                    return kept, url
+                raise _Fail("HTTP 304 to a request we did not make conditional")
             if resp.status_code in _REDIRECTS and "location" in resp.headers:
                 resp.close()
                 try:
@@ -289,6 +304,8 @@ class _Run:
             if resp.status_code != 200:
                 resp.close()
                 raise _Fail(f"HTTP {resp.status_code}")
+            if self.cache is not None:
+                resp = self.cache.recording(url, resp)
             return resp, url
         raise _Fail(f"more than {self.s.max_redirects} redirects")
 

@@ -29,6 +29,7 @@ from sitemap_crawler.heartbeat import Observer
 from sitemap_crawler.hostgate import HostGate
 from sitemap_crawler.plan import Planner
 from sitemap_crawler.removal import remove_output, tombstone
+from sitemap_crawler.sitemapcache import SitemapCache
 from sitemap_crawler.smart import sample_changes
 from sitemap_crawler.state import StateDir, new_worker_id
 from sitemap_crawler.tickets import TicketQueue, utcnow
@@ -62,11 +63,15 @@ class PrepareResult:
     dry_run: bool = False
     smart: dict[str, Any] | None = None
     bytes_saved: int = 0  # bodies not downloaded because the sitemap said "not modified"
+    sitemaps_not_modified: int = 0  # sitemaps answered 304 and read from the kept copy
 
     def summary(self) -> str:
         filt = sum(self.filtered.values())
         verb = "would write" if self.dry_run else "wrote"
-        return (f"{self.site}: found {self.found} URLs in {self.sitemaps_read} file(s); "
+        unchanged = (f", {self.sitemaps_not_modified} unchanged since the last read"
+                     if self.sitemaps_not_modified else "")
+        return (f"{self.site}: found {self.found} URLs in {self.sitemaps_read} file(s)"
+                f"{unchanged}; "
                 f"{filt} filtered, {self.duplicates} duplicate, {self.cross_host} other-host, "
                 f"{self.invalid} invalid, {self.already_queued} already queued, "
                 f"{self.fresh} fresh; {verb} {self.tickets} tickets for {self.kept} URLs "
@@ -136,8 +141,10 @@ def prepare(site: Site, *, dry_run: bool = False, full: bool = False,
         if not dry_run:
             queue.add(ticket)
 
+    cache = (SitemapCache(state.root / "sitemaps")
+             if s.cache_sitemaps and not dry_run else None)
     with http_client(site) as client:
-        for e in discover(site.sources, s, client, stats, progress):
+        for e in discover(site.sources, s, client, stats, progress, cache):
             res.found += 1
             url = e.url
             if filtering and (reason := flt.check(url)) is not None:
@@ -200,6 +207,7 @@ def prepare(site: Site, *, dry_run: bool = False, full: bool = False,
     res.filtered = dict(filtered)
     res.cross_host, res.invalid = stats.cross_host, stats.invalid_urls
     res.sitemaps_read = stats.sitemaps_read
+    res.sitemaps_not_modified = stats.not_modified
     res.warnings = list(stats.errors) + res.warnings
     res.seconds = time.monotonic() - t0
     if res.over_limit:

@@ -145,3 +145,25 @@ def test_smart_mode_samples_and_recrawls_everything_only_when_much_changed(serve
     assert "wrote 2 tickets for 10 URLs" in text, text  # 4 of 4 changed -> full crawl
     text = cli(cfg, "work", "--workers", "2").stdout
     assert "changed 10" in text, text
+
+
+def test_sitemaps_are_read_again_conditionally_and_kept_copies_used(server, tmp_path):
+    urls = doc_site(server, 6)
+
+    def sitemap(listed: list[str]) -> Response:
+        return Response(body='<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">'
+                        + "".join(f"<url><loc>{u}</loc></url>" for u in listed) + "</urlset>",
+                        content_type="application/xml", etag=True)
+
+    server.route("/sitemap.xml", sitemap(urls))
+    cfg = write_config(tmp_path, server.url("/"))
+    crawl(cfg)
+    text = crawl(cfg)  # the sitemap did not change: 304, and its kept copy lists all 6
+    hits = server.hits("/sitemap.xml")
+    assert len(hits) == 2 and "if-none-match" in hits[1].headers
+    assert "found 6 URLs in 1 file(s), 1 unchanged since the last read" in text, text
+    assert "unchanged 6 (304)" in text
+    server.route("/docs/page-6.html", Response(body=page_html(6), etag=True))
+    server.route("/sitemap.xml", sitemap([*urls, server.url("/docs/page-6.html")]))
+    text = crawl(cfg)  # changed: downloaded again, the new page found
+    assert "found 7 URLs" in text and "new 1" in text, text
