@@ -145,8 +145,8 @@ def status(
                f"in index {st['index_urls']}")
     for w in st["workers"]:
         alive = {True: "alive", False: "dead", None: "unknown (use --watch)"}[w["alive"]]
-        typer.echo(f"  worker {w['worker_id']}: {alive}, ticket {w['ticket']}, "
-                   f"{w['urls_done']} URLs")
+        held = f"ticket {w['ticket']}" if w["ticket"] else "idle"
+        typer.echo(f"  worker {w['worker_id']}: {alive}, {held}, {w['urls_done']} URLs done")
     if st["dead_workers"]:
         typer.echo(f"  dead workers (tickets taken back): {', '.join(st['dead_workers'])}")
     if st["pages_per_second"]:

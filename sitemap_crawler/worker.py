@@ -123,7 +123,8 @@ class Worker:
         return ticket_progress(self.state.journal, worker, ticket_id)
 
     def _run_ticket(self, c: Claimed) -> None:
-        self.heartbeat.update(ticket=c.ticket_id)
+        self.heartbeat.update(ticket=c.ticket_id, urls_done=self.stats["urls"])
+        self.heartbeat.beat()  # `status` shows the ticket now, not an interval later
         ctx = {"worker": self.wid, "ticket": c.ticket_id}
         try:
             for entry in list(c.remaining()):
