@@ -229,9 +229,9 @@ def resume(
 ) -> None:
     """Put failed tickets and tickets of dead workers back to pending (then optionally work)."""
     from sitemap_crawler.heartbeat import Observer
-    from sitemap_crawler.journal import ticket_progress
     from sitemap_crawler.state import StateDir, new_worker_id
     from sitemap_crawler.tickets import TicketQueue
+    from sitemap_crawler.worker import reclaim_dead
 
     s = Ctx.config().site(site)
     state = StateDir(s.state_dir)
@@ -240,9 +240,7 @@ def resume(
     q = TicketQueue(state, new_worker_id())
     n_failed = q.resume_failed()
     obs = Observer(state.workers, s.settings.crawl_state.heartbeat_timeout)
-    dead = q.reclaim(obs.is_dead, lambda w, t: ticket_progress(state.journal, w, t))
-    for w in dead:
-        obs.bury(w)
+    dead = reclaim_dead(state, q, obs)
     remote = [n.owner for n in q.names("claimed") if n.owner]
     typer.echo(f"{site}: {n_failed} failed ticket(s) and the tickets of {len(dead)} dead "
                f"worker(s) back to pending" + (f"; {len(remote)} ticket(s) held by workers "

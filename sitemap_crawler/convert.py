@@ -28,6 +28,7 @@ import re
 import threading
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 from urllib.parse import urljoin, urlsplit, urlunsplit
 
@@ -681,6 +682,28 @@ def _timestamp(value: datetime | str) -> str:
             return value.strftime("%Y-%m-%dT%H:%M:%SZ")
         return value.isoformat(timespec="seconds")
     return value
+
+
+def read_front_matter(path: Path, limit: int = 8192) -> dict[str, Any] | None:
+    """The YAML front matter at the top of a markdown file we wrote, or None.
+
+    Read back to rebuild a lost url-index and to tell which URL owns a file name.
+    """
+    try:
+        with open(path, encoding="utf-8", errors="replace") as f:
+            head = f.read(limit)
+    except OSError:
+        return None
+    if not head.startswith("---\n"):
+        return None
+    end = head.find("\n---", 4)
+    if end < 0:
+        return None
+    try:
+        meta = yaml.safe_load(head[4:end])
+    except yaml.YAMLError:
+        return None
+    return meta if isinstance(meta, dict) else None
 
 
 def front_matter(fields: dict[str, Any]) -> str:

@@ -18,15 +18,16 @@ markdown files), never silently dropped.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import orjson
-import yaml
 
+from sitemap_crawler.convert import read_front_matter
 from sitemap_crawler.errors import CrawlError
 from sitemap_crawler.fsutil import RenameLock, atomic_write, unlink_quiet
 from sitemap_crawler.journal import journal_files, owner_of, read_journal
@@ -72,21 +73,8 @@ def rebuild_from_outputs(output_dir: Path) -> dict[str, dict[str, Any]]:
     if not output_dir.is_dir():
         return idx
     for path in output_dir.rglob("*.md"):
-        try:
-            with open(path, encoding="utf-8", errors="replace") as f:
-                head = f.read(8192)
-        except OSError:
-            continue
-        if not head.startswith("---\n"):
-            continue
-        end = head.find("\n---", 4)
-        if end < 0:
-            continue
-        try:
-            meta = yaml.safe_load(head[4:end])
-        except yaml.YAMLError:
-            continue
-        if not isinstance(meta, dict) or not isinstance(meta.get("url"), str):
+        meta = read_front_matter(path)
+        if meta is None or not isinstance(meta.get("url"), str):
             continue
         idx[meta["url"]] = {
             "etag": meta.get("etag"), "last_modified": meta.get("last_modified"),
@@ -135,10 +123,7 @@ def _merge(state: StateDir, worker_id: str, is_dead: Callable[[str], bool],
     files = journal_files(state.journal)
     if not files:
         return 0, None
-    lock = RenameLock(state.locks, "index", worker_id)
-    if not lock.acquire(is_dead):
-        raise CrawlError(f"{state.locks}: could not take the index lock (held by a live worker)")
-    try:
+    with _index_lock(state, worker_id, is_dead):
         idx = load_or_rebuild(state, output_dir)
         files = journal_files(state.journal)
         applied = 0
@@ -151,8 +136,6 @@ def _merge(state: StateDir, worker_id: str, is_dead: Callable[[str], bool],
             if path.name.endswith(".closed.jsonl") or is_gone(owner_of(path)):
                 unlink_quiet(path)
         return applied, idx
-    finally:
-        lock.release()
 
 
 def update(state: StateDir, worker_id: str, is_dead: Callable[[str], bool],
@@ -163,12 +146,20 @@ def update(state: StateDir, worker_id: str, is_dead: Callable[[str], bool],
     For changes that are not crawl results (tombstones of URLs gone from the sitemap); a
     crawl's results always go through the journals.
     """
+    with _index_lock(state, worker_id, is_dead):
+        idx = load_or_rebuild(state, output_dir)
+        fn(idx)
+        atomic_write(state.index_path, orjson.dumps(idx, option=orjson.OPT_SORT_KEYS))
+
+
+@contextlib.contextmanager
+def _index_lock(state: StateDir, worker_id: str,
+                is_dead: Callable[[str], bool]) -> Iterator[None]:
+    """The cross-machine lock every writer of url-index.json holds (a RenameLock)."""
     lock = RenameLock(state.locks, "index", worker_id)
     if not lock.acquire(is_dead):
         raise CrawlError(f"{state.locks}: could not take the index lock (held by a live worker)")
     try:
-        idx = load_or_rebuild(state, output_dir)
-        fn(idx)
-        atomic_write(state.index_path, orjson.dumps(idx, option=orjson.OPT_SORT_KEYS))
+        yield
     finally:
         lock.release()

@@ -27,6 +27,7 @@ from sitemap_crawler.config import Site
 from sitemap_crawler.discovery import DiscoveryStats, discover
 from sitemap_crawler.heartbeat import Observer
 from sitemap_crawler.hostgate import HostGate
+from sitemap_crawler.output import OutputLayout
 from sitemap_crawler.plan import Planner
 from sitemap_crawler.removal import remove_output, tombstone
 from sitemap_crawler.sitemapcache import SitemapCache
@@ -233,12 +234,14 @@ def _remove_gone(site: Site, state: StateDir, wid: str, observer: Observer,
     if not gone:
         return 0
 
+    layout = OutputLayout(site.base_dir, site.settings.output, site.name)
+
     def mark(live: dict[str, dict[str, Any]]) -> None:
         for u in gone:
             e = live.get(u)
             if e is None or e.get("removed"):
                 continue
-            remove_output(site.base_dir, e.get("file_path"), site.settings.on_removed)
+            remove_output(layout, e.get("file_path"), site.settings.on_removed)
             tombstone(e, now, "not_in_sitemap")
 
     url_index.update(state, wid, observer.is_dead, mark, site.base_dir)

@@ -14,12 +14,19 @@ import shutil
 from pathlib import Path
 from typing import Any
 
+from sitemap_crawler.output import OutputLayout
 
-def remove_output(base_dir: Path, file_path: str | None, mode: str) -> bool:
-    """Apply ``on_removed`` (delete | move | keep) to one markdown file; True if it changed."""
+
+def remove_output(layout: OutputLayout, file_path: str | None, mode: str) -> bool:
+    """Apply ``on_removed`` (delete | move | keep) to one markdown file; True if it changed.
+
+    ``file_path`` comes from url-index.json, so it goes through the same inside-base_dir
+    check as every write (``OutputLayout.check_inside``).
+    """
     if not file_path or mode == "keep":
         return False
-    full = base_dir / file_path
+    base_dir = layout.base_dir
+    full = layout.check_inside(Path(file_path))
     if not full.exists():
         return False
     if mode == "delete":

@@ -27,6 +27,7 @@ from sitemap_crawler.convert import (
     html_to_markdown,
     normalized_hash,
     parse_robots_directives,
+    read_front_matter,
     render_document,
     text_document,
     text_title,
@@ -35,7 +36,7 @@ from sitemap_crawler.fetch import Fetcher, FetchResult
 from sitemap_crawler.heartbeat import Heartbeat, Observer
 from sitemap_crawler.hostgate import HostGate
 from sitemap_crawler.journal import Journal, ticket_progress
-from sitemap_crawler.output import OutputLayout, write_if_changed
+from sitemap_crawler.output import OutputLayout
 from sitemap_crawler.plan import parse_ts
 from sitemap_crawler.removal import remove_output, tombstone
 from sitemap_crawler.state import StateDir
@@ -50,6 +51,18 @@ HTML_TYPES = {"text/html", "application/xhtml+xml"}
 EMA_ALPHA = 0.3  # weight of the newest observation in change_frequency (seed 002, phase 4)
 
 
+def reclaim_dead(state: StateDir, queue: TicketQueue, observer: Observer) -> list[str]:
+    """Hand the tickets of dead workers back to pending with their progress (tickets T5),
+    then mark those workers dead for ``status`` (heartbeat H5)."""
+    dead = queue.reclaim(observer.is_dead,
+                         lambda w, t: ticket_progress(state.journal, w, t))
+    for w in dead:
+        log.warning("worker %s is dead: its tickets went back to pending", w,
+                    extra={"worker": queue.worker_id})
+        observer.bury(w)
+    return dead
+
+
 class TicketLost(Exception):
     """W1: the ticket was taken back while this worker was paused or cut off."""
 
@@ -62,7 +75,7 @@ FATAL_ERRNOS = {errno.ENOSPC, errno.EDQUOT, errno.EROFS}
 
 
 class Worker:
-    def __init__(self, site: Site, worker_id: str, stop: threading.Event | Any,
+    def __init__(self, site: Site, worker_id: str, stop: threading.Event,
                  report: Callable[[Counter[str]], None] | None = None) -> None:
         self.site = site
         self.s = site.settings
@@ -86,10 +99,8 @@ class Worker:
         self.layout = OutputLayout(self.site.base_dir, s.output, self.site.name)
         hosts = {host_of(src) for src in self.site.sources}
         hosts |= {h[4:] if h.startswith("www.") else "www." + h for h in hosts}
-        gate_stop = self.stop if isinstance(self.stop, threading.Event) else _EventAdapter(
-            self.stop)
         self.gate = HostGate(self.state.hosts, self.wid, self.observer.is_dead)
-        self.fetcher = Fetcher(s, gate=self.gate, stop=gate_stop, allowed_hosts=hosts)
+        self.fetcher = Fetcher(s, gate=self.gate, stop=self.stop, allowed_hosts=hosts)
         try:
             self._loop()
         finally:
@@ -105,12 +116,8 @@ class Worker:
             if c is not None:
                 self._run_ticket(c)
                 continue
-            dead = self.queue.reclaim(self.observer.is_dead, self._progress_of)
-            for w in dead:
-                log.warning("worker %s is dead: its tickets went back to pending", w,
-                            extra={"worker": self.wid})
-                self.observer.bury(w)
-                self.stats["reclaimed_from_dead"] += 1
+            dead = reclaim_dead(self.state, self.queue, self.observer)
+            self.stats["reclaimed_from_dead"] += len(dead)
             if dead:
                 continue
             if not self.queue.has_work():
@@ -118,9 +125,6 @@ class Worker:
             # Others still hold tickets: look again soon (they may finish, or die and need
             # reclaiming); a listdir of two small directories costs next to nothing.
             self.stop.wait(min(0.2, self.s.crawl_state.heartbeat_interval))
-
-    def _progress_of(self, worker: str, ticket_id: str) -> dict[str, str]:
-        return ticket_progress(self.state.journal, worker, ticket_id)
 
     def _run_ticket(self, c: Claimed) -> None:
         self.heartbeat.update(ticket=c.ticket_id, urls_done=self.stats["urls"])
@@ -302,7 +306,7 @@ class Worker:
             log.warning("%s: the ETag did not change but the content did; trusting the content",
                         url, extra={"worker": self.wid, "url": url})
             rec["validators_lie"] = True
-        write_if_changed(full, render())
+        self.layout.write_if_changed(path, render())  # refuses paths outside base_dir
         if not old_hash:
             rec["last_changed"] = rec["last_crawled"]
             rec["changes_detected"] = 0
@@ -330,25 +334,16 @@ class Worker:
 
     def _owner_of(self, rel: Path) -> str | None:
         """The URL a markdown file was written for, from its front matter (collisions)."""
-        full = self.site.base_dir / rel
-        try:
-            with open(full, encoding="utf-8", errors="replace") as f:
-                head = f.read(4096)
-        except OSError:
-            return None
-        for line in head.splitlines()[1:]:
-            if line.startswith("url:"):
-                return line[4:].strip().strip("'\"")
-            if line == "---":
-                break
-        return None
+        meta = read_front_matter(self.site.base_dir / rel)
+        url = meta.get("url") if meta else None
+        return url if isinstance(url, str) else None
 
     def _remove(self, prior: dict[str, Any], rec: dict[str, Any]) -> None:
         """A 404/410: remove (or move aside) the markdown and keep a tombstone in the index."""
         tombstone(rec, rec["last_crawled"], f"http_{rec.get('status_code')}")
         if prior.get("file_path"):
             rec["file_path"] = prior["file_path"]
-            remove_output(self.site.base_dir, prior["file_path"], self.s.on_removed)
+            remove_output(self.layout, prior["file_path"], self.s.on_removed)
 
     # -- progress ----------------------------------------------------------------------------
     def _count(self, delta: Counter[str]) -> None:
@@ -366,22 +361,3 @@ class Worker:
             self._pending_report = Counter()
             self._last_report = now
             self.heartbeat.update(urls_done=self.stats["urls"])
-
-
-class _EventAdapter(threading.Event):
-    """A threading.Event view of a multiprocessing.Event (the fetcher waits on it)."""
-
-    def __init__(self, ev: Any) -> None:
-        super().__init__()
-        self._ev = ev
-
-    def is_set(self) -> bool:
-        return self._ev.is_set()
-
-    def wait(self, timeout: float | None = None) -> bool:
-        return self._ev.wait(timeout)
-
-    def set(self) -> None:
-        self._ev.set()
-
-
