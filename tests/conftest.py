@@ -26,10 +26,15 @@ NETFS_DIR = Path(os.environ.get("NETFS_DIR", os.path.join(os.environ.get("TMPDIR
 
 
 def _mounted(path: Path) -> bool:
+    """Mounted and answering: a mount whose client daemon died is still listed in
+    /proc/mounts, but every call on it fails with ENOTCONN."""
     try:
-        return f" {path} fuse" in Path("/proc/mounts").read_text()
+        if f" {path} fuse" not in Path("/proc/mounts").read_text():
+            return False
+        os.stat(path)
     except OSError:
         return False
+    return True
 
 
 def netfs_pair(kind: str) -> tuple[Path, Path]:
@@ -42,7 +47,10 @@ def netfs_pair(kind: str) -> tuple[Path, Path]:
     if not (_mounted(a) and _mounted(b)):
         script = NETFS_SCRIPTS / f"setup-{kind}.sh"
         if script.exists():
-            subprocess.run(["bash", str(script), "up"], capture_output=True, timeout=300)
+            up = subprocess.run(["bash", str(script), "up"], capture_output=True, timeout=300)
+            if up.returncode != 0:  # a stale mount left by a dead daemon: down, then up again
+                subprocess.run(["bash", str(script), "down"], capture_output=True, timeout=120)
+                subprocess.run(["bash", str(script), "up"], capture_output=True, timeout=300)
     if not (_mounted(a) and _mounted(b)):
         if os.environ.get("SITEMAP_CRAWLER_REQUIRE_NETFS") == "1":
             pytest.fail(f"{kind} share is not mounted at {a} and {b}")
