@@ -65,6 +65,7 @@ class PrepareResult:
     smart: dict[str, Any] | None = None
     bytes_saved: int = 0  # bodies not downloaded because the sitemap said "not modified"
     sitemaps_not_modified: int = 0  # sitemaps answered 304 and read from the kept copy
+    sitemaps_pruned: int = 0  # kept copies of sitemaps the source no longer leads to
 
     def summary(self) -> str:
         filt = sum(self.filtered.values())
@@ -196,6 +197,11 @@ def prepare(site: Site, *, dry_run: bool = False, full: bool = False,
     if batch:
         flush(batch)
     complete = not stats.errors and not stats.truncated_files
+    if cache is not None and complete:
+        res.sitemaps_pruned = cache.prune()
+        if res.sitemaps_pruned:
+            log.info("%s: dropped %d kept sitemap copies the source no longer leads to",
+                     site.name, res.sitemaps_pruned)
     if not dry_run and idx and complete:
         res.removed = _remove_gone(site, state, wid, observer, idx, seen, now)
     elif idx and not complete and not dry_run:

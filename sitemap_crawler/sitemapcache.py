@@ -7,6 +7,10 @@ body of every sitemap that came with an ETag or Last-Modified under
 304 parses the kept copy exactly as if it had been downloaded again.  A body is kept only if
 it was read to the end (not cut by a size cap, not broken off by an error), written under a
 temporary name and renamed into place.
+
+Copies of sitemaps the source no longer leads to are pruned after a prepare that read every
+sitemap completely (a failed read keeps them: the copy may be needed next time), and
+temporary files left by a prepare that was killed are removed once they are an hour old.
 """
 
 from __future__ import annotations
@@ -15,12 +19,13 @@ import contextlib
 import hashlib
 import json
 import os
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
 
-from sitemap_crawler.fsutil import atomic_write, read_bytes, tmp_name, unlink_quiet
+from sitemap_crawler.fsutil import TMP_PREFIX, atomic_write, read_bytes, tmp_name, unlink_quiet
 
 CHUNK = 64 * 1024
 _KEEP_HEADERS = ("content-type", "content-encoding", "etag", "last-modified")
@@ -31,9 +36,14 @@ class SitemapCache:
         self.root = root
         root.mkdir(parents=True, exist_ok=True)
         self.hits = 0
+        self._used: set[str] = set()  # file stems replayed or written by this prepare
+
+    @staticmethod
+    def _stem(url: str) -> str:
+        return hashlib.sha1(url.encode(), usedforsecurity=False).hexdigest()[:24]
 
     def _paths(self, url: str) -> tuple[Path, Path]:
-        h = hashlib.sha1(url.encode(), usedforsecurity=False).hexdigest()[:24]
+        h = self._stem(url)
         return self.root / f"{h}.body", self.root / f"{h}.json"
 
     def _meta(self, url: str) -> dict[str, str] | None:
@@ -66,6 +76,7 @@ class SitemapCache:
             return None
         body, _ = self._paths(url)
         self.hits += 1
+        self._used.add(self._stem(url))
         headers = {k: v for k, v in meta.items() if k in _KEEP_HEADERS}
         return httpx.Response(200, headers=headers, stream=_FileStream(body), request=request)
 
@@ -82,6 +93,31 @@ class SitemapCache:
         body, meta = self._paths(url)
         os.replace(tmp, body)
         atomic_write(meta, json.dumps({"url": url, **headers}), fsync=False)
+        self._used.add(self._stem(url))
+
+    def prune(self, tmp_max_age: float = 3600.0) -> int:
+        """Delete the copies this prepare neither replayed nor wrote; returns how many.
+
+        Call it only after a prepare that read every sitemap to the end: then a copy not
+        used is one of a sitemap the source no longer leads to (or that lost its
+        validators).  Temporary files older than ``tmp_max_age`` seconds are left by a
+        killed prepare (a running one writes its own for a few seconds at most).
+        """
+        removed = 0
+        now = time.time()
+        with os.scandir(self.root) as it:
+            for entry in it:
+                name = entry.name
+                if name.startswith(TMP_PREFIX):
+                    with contextlib.suppress(OSError):
+                        if now - entry.stat().st_mtime > tmp_max_age:
+                            unlink_quiet(Path(entry.path))
+                    continue
+                stem, dot, ext = name.rpartition(".")
+                if dot and ext in ("body", "json") and stem not in self._used:
+                    unlink_quiet(Path(entry.path))
+                    removed += ext == "body"
+        return removed
 
 
 class _FileStream(httpx.SyncByteStream):

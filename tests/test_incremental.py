@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import os
+import time
 from pathlib import Path
 
 from httpserver import Request, Response
@@ -167,3 +169,55 @@ def test_sitemaps_are_read_again_conditionally_and_kept_copies_used(server, tmp_
     server.route("/sitemap.xml", sitemap([*urls, server.url("/docs/page-6.html")]))
     text = crawl(cfg)  # changed: downloaded again, the new page found
     assert "found 7 URLs" in text and "new 1" in text, text
+
+
+def test_kept_sitemap_copies_are_pruned_only_after_a_complete_read(server, tmp_path):
+    urls = doc_site(server, 6)
+    ns = 'xmlns="http://www.sitemaps.org/schemas/sitemap/0.9"'
+
+    def urlset(listed: list[str]) -> Response:
+        return Response(body=f"<urlset {ns}>" + "".join(f"<url><loc>{u}</loc></url>"
+                                                       for u in listed) + "</urlset>",
+                        content_type="application/xml", etag=True)
+
+    def index_of(children: list[str]) -> Response:
+        return Response(body=f"<sitemapindex {ns}>" + "".join(
+            f"<sitemap><loc>{server.url(c)}</loc></sitemap>" for c in children)
+            + "</sitemapindex>", content_type="application/xml", etag=True)
+
+    server.route("/a.xml", urlset(urls[:3]))
+    server.route("/b.xml", urlset(urls[3:]))
+    server.route("/c.xml", urlset(urls[:1]))
+    server.route("/sitemap.xml", index_of(["/a.xml", "/b.xml", "/c.xml"]))
+    cfg = write_config(tmp_path, server.url("/sitemap.xml"))
+    kept = tmp_path / "out" / ".crawl-state" / "docs" / "sitemaps"
+
+    def copies() -> set[str]:
+        return {json.loads(p.read_text())["url"] for p in kept.glob("*.json")}
+
+    def last_prepare() -> dict:
+        manifest = tmp_path / "out" / ".crawl-state" / "docs" / "manifest.json"
+        return json.loads(manifest.read_text())["prepares"][-1]
+
+    crawl(cfg)
+    assert copies() == {server.url(p) for p in ("/sitemap.xml", "/a.xml", "/b.xml", "/c.xml")}
+    # c.xml leaves the index while b.xml fails: the read is incomplete, nothing is pruned
+    server.route("/sitemap.xml", index_of(["/a.xml", "/b.xml"]))
+    server.route("/b.xml", Response(status=500, body="down"))
+    cli(cfg, "prepare", "docs")
+    assert last_prepare()["sitemaps_pruned"] == 0
+    assert server.url("/c.xml") in copies()
+    # b.xml is back: everything was read, so the copy of c.xml goes, and only that one
+    server.route("/b.xml", urlset(urls[3:]))
+    cli(cfg, "prepare", "docs")
+    assert last_prepare()["sitemaps_pruned"] == 1
+    assert copies() == {server.url(p) for p in ("/sitemap.xml", "/a.xml", "/b.xml")}
+    assert len(list(kept.glob("*.body"))) == 3
+    # a temporary file left by a killed prepare goes once it is old, not before
+    young, old = kept / ".tmp-young.body.1.ab", kept / ".tmp-old.body.1.cd"
+    young.write_bytes(b"x")
+    old.write_bytes(b"x")
+    os.utime(old, (time.time() - 7200, time.time() - 7200))
+    cli(cfg, "prepare", "docs")
+    assert young.exists() and not old.exists()
+    assert len(list(kept.glob("*.body"))) == 3
