@@ -44,6 +44,7 @@ class CrawlState:
     heartbeat_interval: Duration = Duration(5)
     heartbeat_timeout: Duration = Duration(60)
     incremental: bool = True
+    keep_completed: Duration = Duration(7 * 86400)  # completed tickets older: deleted (0: kept)
 
 
 @dataclass(frozen=True)

@@ -66,6 +66,7 @@ class PrepareResult:
     bytes_saved: int = 0  # bodies not downloaded because the sitemap said "not modified"
     sitemaps_not_modified: int = 0  # sitemaps answered 304 and read from the kept copy
     sitemaps_pruned: int = 0  # kept copies of sitemaps the source no longer leads to
+    tickets_pruned: int = 0  # completed tickets older than crawl_state.keep_completed
 
     def summary(self) -> str:
         filt = sum(self.filtered.values())
@@ -107,6 +108,8 @@ def prepare(site: Site, *, dry_run: bool = False, full: bool = False,
     else:
         idx = url_index.load_or_rebuild(state, site.base_dir) if state.exists() else {}
     queue = TicketQueue(state, wid)
+    if not dry_run and s.crawl_state.keep_completed > 0:
+        res.tickets_pruned = queue.prune_completed(s.crawl_state.keep_completed)
     seen = UrlSet()
     queued = UrlSet()
     for u in queue.pending_urls():

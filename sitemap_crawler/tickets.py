@@ -26,6 +26,11 @@ Invariants (see ../shared/netfs/README.md for why each primitive was chosen):
 * T5 (reclaim). Tickets of a dead worker (heartbeat.py decides) are taken by renaming
   ``claimed/X_dead`` to ``claimed/X_me`` (one reclaimer wins, as in T1), their progress is read
   back from the dead worker's journal, and they are handed back as in T4.
+* T7 (retention). ``completed/`` is terminal: nothing renames a ticket out of it.  prepare
+  deletes completed tickets whose ``completed_at`` (written by the finishing worker, T3) is
+  older than ``crawl_state.keep_completed``; one without ``completed_at`` is being finished
+  right now, or its finisher died in between, and is kept.  url-index.json holds each URL's
+  outcome, so nothing is lost with them.  ``failed/`` is never pruned: it waits for ``resume``.
 * T6 (at-least-once). Every URL of a ticket is processed at least once; results (markdown
   files, journal records) are idempotent, so doing one twice is harmless.
 """
@@ -45,6 +50,7 @@ from urllib.parse import unquote
 import orjson
 
 from sitemap_crawler.fsutil import TMP_PREFIX, atomic_write, move_exclusive, read_bytes
+from sitemap_crawler.plan import parse_ts
 from sitemap_crawler.state import StateDir
 
 FINAL = "final"
@@ -248,6 +254,20 @@ class TicketQueue:
             c.failures = {}
             self.hand_back(c)
             n += 1
+        return n
+
+    # -- T7 ----------------------------------------------------------------------------------
+    def prune_completed(self, max_age: float, now: float | None = None) -> int:
+        """Delete completed tickets finished more than ``max_age`` seconds ago (T7)."""
+        cutoff = (time.time() if now is None else now) - max_age
+        n = 0
+        for name in self.names("completed"):
+            data = self.read("completed", name)
+            finished = parse_ts(data.get("completed_at")) if data else None
+            if finished is not None and finished < cutoff:
+                with contextlib.suppress(FileNotFoundError):
+                    (self.dirs["completed"] / name.file(name.owner)).unlink()
+                    n += 1
         return n
 
     def read(self, state: str, name: TicketName) -> dict[str, Any] | None:

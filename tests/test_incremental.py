@@ -221,3 +221,36 @@ def test_kept_sitemap_copies_are_pruned_only_after_a_complete_read(server, tmp_p
     cli(cfg, "prepare", "docs")
     assert young.exists() and not old.exists()
     assert len(list(kept.glob("*.body"))) == 3
+
+
+def test_prepare_deletes_completed_tickets_older_than_keep_completed(server, tmp_path):
+    doc_site(server, 12)  # ticket_size 5: three tickets
+    cfg = write_config(tmp_path, server.url("/"), crawl_state={"keep_completed": "7d"})
+    state = tmp_path / "out" / ".crawl-state" / "docs" / "tickets"
+    crawl(cfg)
+    done = sorted((state / "completed").glob("*.json"))
+    assert len(done) == 3
+    # the first finished 8 days ago, the second 6 days ago; the third is being finished
+    # right now (renamed into completed/, completed_at not yet written)
+    stamps = [time.gmtime(time.time() - 8 * 86400), time.gmtime(time.time() - 6 * 86400)]
+    for path, stamp in zip(done, stamps, strict=False):
+        data = json.loads(path.read_text())
+        data["completed_at"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", stamp)
+        path.write_text(json.dumps(data))
+    data = json.loads(done[2].read_text())
+    del data["completed_at"]
+    done[2].write_text(json.dumps(data))
+    (state / "failed" / done[0].name).write_text(done[0].read_text())  # failed/: for resume
+    cli(cfg, "prepare", "docs")
+    assert sorted((state / "completed").glob("*.json")) == done[1:]
+    assert (state / "failed" / done[0].name).exists()
+    manifest = json.loads((tmp_path / "out" / ".crawl-state" / "docs" / "manifest.json")
+                          .read_text())
+    assert manifest["prepares"][-1]["tickets_pruned"] == 1
+    # keep_completed: 0 keeps them all, however old
+    cfg = write_config(tmp_path, server.url("/"), crawl_state={"keep_completed": 0})
+    data = json.loads(done[1].read_text())
+    data["completed_at"] = "2001-01-01T00:00:00Z"
+    done[1].write_text(json.dumps(data))
+    cli(cfg, "prepare", "docs")
+    assert sorted((state / "completed").glob("*.json")) == done[1:]
