@@ -14,7 +14,6 @@ with one line; a failing child sitemap is recorded in ``stats.errors`` and skipp
 from __future__ import annotations
 
 import re
-import zlib
 from collections.abc import Callable, Generator, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from itertools import chain
@@ -24,6 +23,7 @@ import httpx
 from lxml import etree
 
 from sitemap_crawler.config import Settings
+from sitemap_crawler.decoding import DecodeError, UnsupportedEncoding, decode, first_bytes, inflate
 from sitemap_crawler.errors import DiscoveryError
 from sitemap_crawler.llmstxt import TextParser
 from sitemap_crawler.sitemap import Entry, NotASitemap, XmlParser
@@ -40,7 +40,6 @@ COMMON_SITEMAP_PATHS = (
     "/category-sitemap.xml", "/wp-sitemap.xml",
 )
 MAX_ERRORS = 1000  # stats.errors keeps this many lines, then counts
-_INFLATE_STEP = 256 * 1024  # decompressed bytes per zlib call: bounds memory on bombs
 _SNIFF_BYTES = 512
 _REDIRECTS = (301, 302, 303, 307, 308)
 _HTML = re.compile(rb"(?is)(?:\xef\xbb\xbf)?\s*(?:<!--.*?-->\s*)*(?:<!doctype\s+html|<html[\s>])")
@@ -497,13 +496,10 @@ class _Body:
         self.gzip = False
 
     def __iter__(self) -> Iterator[bytes]:
-        ce = self.resp.headers.get("content-encoding", "").strip().lower()
-        if ce in ("", "identity"):
-            src = self._raw()
-        elif ce in ("gzip", "x-gzip", "deflate"):
-            src = _transport(self._raw(), ce)
-        else:  # br, zstd ...: only httpx knows them
-            src = self._decoded()
+        try:
+            src = decode(self._raw(), self.resp.headers.get("content-encoding", ""))
+        except UnsupportedEncoding as e:
+            raise _Fail(str(e)) from None
         src = _gunzip_if_magic(src, self)
         total = 0
         limit = self.limit
@@ -517,8 +513,8 @@ class _Body:
                         yield chunk[:keep]
                     return
                 yield chunk
-        except zlib.error as e:
-            raise _Fail(f"corrupt compressed data ({_line(e)})") from None
+        except DecodeError as e:
+            raise _Fail(_line(e)) from None
         except httpx.HTTPError as e:
             raise _Fail(f"download failed: {type(e).__name__}: {_line(e)}") from None
 
@@ -534,73 +530,16 @@ class _Body:
                 return
             yield chunk
 
-    def _decoded(self) -> Iterator[bytes]:
-        before = 0
-        for chunk in self.resp.iter_bytes():
-            now = self.resp.num_bytes_downloaded
-            self.stats.bytes_downloaded += now - before
-            before = now
-            yield chunk
-
-
-def _transport(chunks: Iterator[bytes], ce: str) -> Iterator[bytes]:
-    """Undo a gzip/deflate Content-Encoding; a body that is not compressed passes through."""
-    first = _first(chunks, 2)
-    if first is None:
-        return
-    rest = chain([first], chunks)
-    if ce == "deflate":
-        zlib_header = len(first) >= 2 and (first[0] & 0x0F == 8) and (
-            (first[0] << 8 | first[1]) % 31 == 0
-        )
-        yield from _inflate(rest, 15 if zlib_header else -15)
-    elif first[:2] == b"\x1f\x8b":
-        yield from _inflate(rest, 31)
-    else:
-        yield from rest
-
 
 def _gunzip_if_magic(chunks: Iterator[bytes], body: _Body) -> Iterator[bytes]:
-    first = _first(chunks, 2)
+    first = first_bytes(chunks, 2)
     if first is None:
         return
     rest = chain([first], chunks)
     if first[:2] == b"\x1f\x8b":
         body.gzip = True
-        yield from _inflate(rest, 31)
+        yield from inflate(rest, 31)
     else:
         yield from rest
 
 
-def _first(chunks: Iterator[bytes], n: int) -> bytes | None:
-    """At least ``n`` bytes from the front of ``chunks`` (fewer only at the end)."""
-    buf = b""
-    for chunk in chunks:
-        buf += chunk
-        if len(buf) >= n:
-            break
-    return buf or None
-
-
-def _inflate(chunks: Iterable[bytes], wbits: int) -> Iterator[bytes]:
-    """zlib/gzip/raw-deflate in steps of at most ``_INFLATE_STEP`` output bytes.
-
-    Concatenated gzip members are one file (as gunzip sees them); anything else after
-    the end of the stream is ignored.
-    """
-    d = zlib.decompressobj(wbits)
-    for data in chunks:
-        while data:
-            if d.eof:
-                if wbits != 31 or data[:2] != b"\x1f\x8b":
-                    return
-                d = zlib.decompressobj(wbits)  # the next gzip member
-            out = d.decompress(data, _INFLATE_STEP)
-            if out:
-                yield out
-            data = d.unused_data if d.eof else d.unconsumed_tail
-            while not data and len(out) == _INFLATE_STEP and not d.eof:
-                out = d.decompress(b"", _INFLATE_STEP)  # output still pending inside zlib
-                if out:
-                    yield out
-                data = d.unused_data if d.eof else d.unconsumed_tail

@@ -49,6 +49,7 @@ from urllib.parse import urljoin, urlsplit, urlunsplit
 import httpx
 
 from sitemap_crawler.config import Settings
+from sitemap_crawler.decoding import ACCEPT_ENCODING, DecodeError, UnsupportedEncoding, decoded
 from sitemap_crawler.hostgate import HostGate, Interrupted, Lease, sent_trace
 from sitemap_crawler.robots import RobotsCache
 
@@ -175,7 +176,8 @@ class Fetcher:
         self.allowed_hosts = {h.lower() for h in allowed_hosts} if allowed_hosts else None
         self.backoff_base = backoff_base
         self.client = httpx.Client(
-            headers={"User-Agent": settings.user_agent, "Accept": ACCEPT},
+            headers={"User-Agent": settings.user_agent, "Accept": ACCEPT,
+                     "Accept-Encoding": ACCEPT_ENCODING},
             timeout=httpx.Timeout(settings.timeout, connect=settings.connect_timeout),
             follow_redirects=False,
         )
@@ -387,7 +389,7 @@ class Fetcher:
             except httpx.TransportError as e:
                 log.info("%s: %s", url, e)
                 return _Answer(error="network_error")
-            except httpx.DecodingError:
+            except (httpx.DecodingError, DecodeError):
                 return _Answer(error="decoding_error")
 
     def _send(self, res: FetchResult, url: str, cond: dict[str, str], lease: Lease) -> _Answer:
@@ -409,10 +411,15 @@ class Fetcher:
                 if a.mime and a.mime not in OK_TYPES:
                     a.skip = f"content_type:{a.mime}"
                     return a
+                try:
+                    body = decoded(r)
+                except UnsupportedEncoding as e:
+                    a.skip = f"content_encoding:{e.coding}"
+                    return a
                 buf = bytearray()
                 # A body already on its way is read to the end even after a stop: finishing
                 # the in-flight request costs less than fetching it again next time (F5).
-                for chunk in r.iter_bytes():
+                for chunk in body:
                     buf += chunk
                     if len(buf) > limit:
                         a.skip = "too_large"

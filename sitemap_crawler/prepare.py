@@ -24,6 +24,7 @@ import httpx
 
 from sitemap_crawler import index as url_index
 from sitemap_crawler.config import Site
+from sitemap_crawler.decoding import ACCEPT_ENCODING
 from sitemap_crawler.discovery import DiscoveryStats, discover
 from sitemap_crawler.heartbeat import Observer
 from sitemap_crawler.hostgate import HostGate
@@ -88,7 +89,7 @@ class PrepareResult:
 def http_client(site: Site) -> httpx.Client:
     s = site.settings
     return httpx.Client(
-        headers={"User-Agent": s.user_agent},
+        headers={"User-Agent": s.user_agent, "Accept-Encoding": ACCEPT_ENCODING},
         timeout=httpx.Timeout(s.timeout, connect=s.connect_timeout),
         follow_redirects=False,
     )

@@ -34,6 +34,7 @@ import httpx
 from protego import Protego
 
 from sitemap_crawler.config import Settings
+from sitemap_crawler.decoding import DecodeError, UnsupportedEncoding, decoded
 from sitemap_crawler.hostgate import sent_trace
 
 log = logging.getLogger(__name__)
@@ -158,7 +159,8 @@ class RobotsCache:
         for _hop in range(MAX_ROBOTS_REDIRECTS + 1):
             try:
                 status, location, entry = self._get(url)
-            except httpx.HTTPError as e:
+            except (httpx.HTTPError, DecodeError, UnsupportedEncoding) as e:
+                # unreadable counts as unreachable: the site waits, it is not crawled blind
                 log.info("robots.txt of %s unreachable: %s", origin, e)
                 return self._unavailable(status, f"{type(e).__name__}: {e}")
             if entry is not None:
@@ -182,7 +184,7 @@ class RobotsCache:
             if not 200 <= r.status_code < 300:
                 return r.status_code, r.headers.get("location"), None
             buf = bytearray()
-            for chunk in r.iter_bytes():
+            for chunk in decoded(r):
                 buf += chunk
                 if len(buf) >= MAX_ROBOTS_BYTES:
                     del buf[MAX_ROBOTS_BYTES:]

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import gc
 import sys
 from pathlib import Path
 
@@ -12,8 +13,16 @@ from httpserver import LocalServer
 
 @pytest.fixture
 def server():
-    with LocalServer() as srv:
-        yield srv
+    # The server stamps each request's arrival in this process; a full garbage collection
+    # of everything earlier tests left (tens of ms) would stamp one late and make a
+    # politeness gap look short.  Frozen objects are not scanned again.
+    gc.collect()
+    gc.freeze()
+    try:
+        with LocalServer() as srv:
+            yield srv
+    finally:
+        gc.unfreeze()
 
 
 # --- real network shares (../shared/netfs) ------------------------------------------------

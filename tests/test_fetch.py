@@ -24,7 +24,7 @@ from sitemap_crawler.hostgate import BLOCK_FILE, HostGate
 
 SPAWN = mp.get_context("spawn")
 HTML = "<!doctype html><html><body><p>hello</p></body></html>"
-# The gate spaces the moments our request headers start to leave (Lease.mark_sent); the
+# The gate spaces the moments our request headers have been written (Lease.mark_sent); the
 # server stamps arrival in its own thread after parsing, which adds a few ms of scheduling
 # noise either way (measured: min 0.298 s for a 0.3 s delay over many runs).
 SEND_JITTER = 0.01
@@ -451,3 +451,107 @@ def test_parallel_limit_across_worker_processes(server, tmp_path):
     took = time.monotonic() - t
     assert took >= 12 * 0.25 / 2
     print(f"4 processes, 12 requests of 0.25 s, max 2 at once: {took:.2f}s")
+
+
+# -- Content-Encoding: decoded in bounded steps (decoding.py) ----------------------------------
+
+FETCH_MEASURE = """
+import json, sys, threading, time
+from pathlib import Path
+from sitemap_crawler.config import Settings
+from sitemap_crawler.fetch import Fetcher
+from sitemap_crawler.hostgate import HostGate
+s = Settings(request_delay=0.0, max_retries=0, timeout=30.0, max_file_size=1 << 20)
+gate = HostGate(Path(sys.argv[2]), "m", lambda w: False)
+def status(key):
+    return next(int(l.split()[1]) for l in open("/proc/self/status") if l.startswith(key))
+with Fetcher(s, gate=gate, stop=threading.Event()) as f:
+    f.fetch(sys.argv[1].rsplit("/", 1)[0] + "/warm-up")  # robots.txt and lazy imports first
+    # Peak RSS from VmHWM, reset first ("5" > clear_refs): ru_maxrss missed a 1 GiB peak.
+    with open("/proc/self/clear_refs", "w") as c:
+        c.write("5")
+    before = status("VmRSS:")
+    t = time.perf_counter()
+    r = f.fetch(sys.argv[1])
+print(json.dumps({"grew_mb": (status("VmHWM:") - before) / 1024,
+                  "seconds": time.perf_counter() - t, "outcome": r.outcome, "reason": r.reason,
+                  "received": r.bytes_received}))
+"""
+
+
+def measure_fetch(url: str, tmp_path: Path) -> dict:
+    """Fetcher.fetch(url) in a fresh interpreter (max_file_size 1 MiB): peak RSS growth."""
+    import subprocess
+    import sys
+
+    out = subprocess.run([sys.executable, "-c", FETCH_MEASURE, url, str(tmp_path / "hosts")],
+                         capture_output=True, text=True, timeout=120, check=True)
+    return json.loads(out.stdout)
+
+
+def zeros_bomb(coding: str) -> bytes:
+    """1 GiB of zeros as gzip (~1 MiB) or brotli (~1.6 KiB)."""
+    if coding == "br":
+        import brotli
+
+        return brotli.compress(bytes(1 << 30), quality=5)
+    import zlib
+
+    c = zlib.compressobj(9, zlib.DEFLATED, 31, 9, zlib.Z_RLE)
+    block = bytes(1 << 20)
+    return b"".join(c.compress(block) for _ in range(1024)) + c.flush()
+
+
+@pytest.mark.parametrize("coding", ["gzip", "br"])
+def test_compressed_bomb_page_is_cut_at_max_file_size_in_bounded_memory(server, tmp_path,
+                                                                        coding):
+    from sitemap_crawler.decoding import ACCEPT_ENCODING
+
+    assert coding in ACCEPT_ENCODING  # brotli >= 1.1 comes with the test extra
+    bomb = zeros_bomb(coding)
+    server.route("/bomb", Response(body=bomb, headers={"Content-Encoding": coding}))
+    server.route("/warm-up", Response(body=HTML))
+    r = measure_fetch(server.url("/bomb"), tmp_path)
+    assert (r["outcome"], r["reason"]) == ("skipped", "too_large"), r
+    # httpx's own decoder makes the whole GiB in one call for brotli (34 MB per chunk for gzip)
+    assert r["grew_mb"] < 30 and r["seconds"] < 10, r
+    assert r["received"] <= len(bomb)
+
+
+def test_robots_txt_bomb_is_read_only_up_to_its_cap(server, tmp_path):
+    server.route("/robots.txt", Response(body=zeros_bomb("br"),
+                                         headers={"Content-Encoding": "br"}))
+    server.route("/warm-up", Response(body=HTML))
+    server.route("/p", Response(body=HTML))
+    r = measure_fetch(server.url("/p"), tmp_path)  # robots.txt is read by the warm-up
+    assert r["outcome"] == "ok", r
+    assert r["grew_mb"] < 30, r
+
+
+def test_content_encodings_decoded_or_refused_in_one_line(server, fetcher):
+    import gzip
+    import zlib
+
+    page = (HTML * 50).encode()
+    raw_deflate = zlib.compressobj(6, zlib.DEFLATED, -15)
+    server.route("/gz", Response(body=gzip.compress(page), headers={"Content-Encoding": "gzip"}))
+    server.route("/zlib", Response(body=zlib.compress(page),
+                                   headers={"Content-Encoding": "deflate"}))
+    server.route("/raw", Response(body=raw_deflate.compress(page) + raw_deflate.flush(),
+                                  headers={"Content-Encoding": "deflate"}))
+    server.route("/twice", Response(body=gzip.compress(gzip.compress(page)),
+                                    headers={"Content-Encoding": "gzip, gzip"}))
+    server.route("/liar", Response(body=page, headers={"Content-Encoding": "gzip"}))
+    server.route("/zstd", Response(body=b"(\xb5/\xfd" + bytes(40),
+                                   headers={"Content-Encoding": "zstd"}))
+    server.route("/corrupt", Response(body=gzip.compress(page)[:40] + b"\xff" * 200,
+                                      headers={"Content-Encoding": "gzip"}))
+    for path in ("/gz", "/zlib", "/raw", "/twice", "/liar"):
+        r = fetcher.fetch(server.url(path))
+        assert (r.outcome, r.body) == ("ok", page), path
+    assert server.requests[-1].headers["accept-encoding"].startswith("gzip, deflate")
+    z = fetcher.fetch(server.url("/zstd"))  # never asked for: refused, not guessed at
+    assert (z.outcome, z.reason) == ("skipped", "content_encoding:zstd")
+    bad = fetcher.fetch(server.url("/corrupt"))
+    assert bad.outcome == "retryable" and bad.reason == "decoding_error", bad
+    assert fetcher.fetch(server.url("/gz")).outcome == "ok"  # the client recovered
