@@ -69,6 +69,12 @@ def _child(config_path: str, site_name: str, shared_stop: Any, q: Any) -> None:
         logging.getLogger(__name__).error("worker %s stopped: %s", wid, e)
         q.put(("fatal", str(e)))
         sys.exit(1)
+    except Exception as e:  # a bug or an I/O error we did not foresee: one line, not a dump
+        lg = logging.getLogger(__name__)
+        lg.error("worker %s stopped by an unexpected %s: %s; its ticket will be taken back",
+                 wid, type(e).__name__, str(e).splitlines()[0] if str(e) else "")
+        lg.debug("worker %s traceback", wid, exc_info=True)
+        sys.exit(1)
     q.put(("done", dict(stats)))
 
 

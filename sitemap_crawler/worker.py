@@ -74,6 +74,10 @@ class WorkerFatal(Exception):
 FATAL_ERRNOS = {errno.ENOSPC, errno.EDQUOT, errno.EROFS}
 
 
+def _fatal(e: OSError) -> WorkerFatal:
+    return WorkerFatal(f"{e.strerror} ({e.filename or 'output'})")
+
+
 class Worker:
     def __init__(self, site: Site, worker_id: str, stop: threading.Event,
                  report: Callable[[Counter[str]], None] | None = None) -> None:
@@ -103,10 +107,18 @@ class Worker:
         self.fetcher = Fetcher(s, gate=self.gate, stop=self.stop, allowed_hosts=hosts)
         try:
             self._loop()
+        except OSError as e:  # e.g. reclaiming a dead worker's ticket onto a full disk
+            if e.errno in FATAL_ERRNOS:
+                raise _fatal(e) from e
+            raise
         finally:
             self.fetcher.close()
-            self.journal.close()
-            self.heartbeat.stop(remove=True)
+            # Each ticket's journal records were synced before it completed; a failure to
+            # close now must not hide the error that stopped us.
+            with contextlib.suppress(OSError):
+                self.journal.close()
+            with contextlib.suppress(OSError):
+                self.heartbeat.stop(remove=True)
             self._flush_report(force=True)
         return self.stats
 
@@ -144,7 +156,7 @@ class Worker:
                     raise
                 except OSError as e:
                     if e.errno in FATAL_ERRNOS:
-                        raise WorkerFatal(f"{e.strerror} ({e.filename or 'output'})") from e
+                        raise _fatal(e) from e
                     self._internal_error(c, entry, e)
                 except Exception as e:  # a bug must cost one URL, not the crawl
                     self._internal_error(c, entry, e)
@@ -162,6 +174,14 @@ class Worker:
             with contextlib.suppress(OSError):
                 self.queue.hand_back(c)
             raise
+        except OSError as e:
+            # A full disk while syncing the journal or moving the ticket on: stop this worker
+            # (the ticket goes back if it is still ours; a finished one stays finished).
+            if e.errno not in FATAL_ERRNOS:
+                raise
+            with contextlib.suppress(OSError):
+                self.queue.hand_back(c)
+            raise _fatal(e) from e
         except TicketLost:
             self.stats["tickets_lost"] += 1
             log.warning("ticket %s was taken back while this worker was away; dropped it",
