@@ -8,11 +8,15 @@ from __future__ import annotations
 
 import dataclasses
 import email.utils
+import gzip
 import itertools
 import json
 import multiprocessing as mp
+import subprocess
+import sys
 import threading
 import time
+import zlib
 from pathlib import Path
 
 import pytest
@@ -481,9 +485,6 @@ print(json.dumps({"grew_mb": (status("VmHWM:") - before) / 1024,
 
 def measure_fetch(url: str, tmp_path: Path) -> dict:
     """Fetcher.fetch(url) in a fresh interpreter (max_file_size 1 MiB): peak RSS growth."""
-    import subprocess
-    import sys
-
     out = subprocess.run([sys.executable, "-c", FETCH_MEASURE, url, str(tmp_path / "hosts")],
                          capture_output=True, text=True, timeout=120, check=True)
     return json.loads(out.stdout)
@@ -492,11 +493,9 @@ def measure_fetch(url: str, tmp_path: Path) -> dict:
 def zeros_bomb(coding: str) -> bytes:
     """1 GiB of zeros as gzip (~1 MiB) or brotli (~1.6 KiB)."""
     if coding == "br":
-        import brotli
+        import brotli  # the test extra has it; imported here so other tests run without it
 
         return brotli.compress(bytes(1 << 30), quality=5)
-    import zlib
-
     c = zlib.compressobj(9, zlib.DEFLATED, 31, 9, zlib.Z_RLE)
     block = bytes(1 << 20)
     return b"".join(c.compress(block) for _ in range(1024)) + c.flush()
@@ -529,9 +528,6 @@ def test_robots_txt_bomb_is_read_only_up_to_its_cap(server, tmp_path):
 
 
 def test_content_encodings_decoded_or_refused_in_one_line(server, fetcher):
-    import gzip
-    import zlib
-
     page = (HTML * 50).encode()
     raw_deflate = zlib.compressobj(6, zlib.DEFLATED, -15)
     server.route("/gz", Response(body=gzip.compress(page), headers={"Content-Encoding": "gzip"}))
