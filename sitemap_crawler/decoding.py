@@ -15,7 +15,7 @@ sends another coding anyway gets :class:`UnsupportedEncoding`.
 from __future__ import annotations
 
 import zlib
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from itertools import chain
 
 import httpx
@@ -68,7 +68,7 @@ def decode(chunks: Iterable[bytes], content_encoding: str, step: int = STEP) -> 
         if coding == "identity":
             continue
         if coding in ("gzip", "x-gzip"):
-            src = _gzip(src, step)
+            src = gunzip_if_magic(src, step)
         elif coding == "deflate":
             src = _deflate(src, step)
         elif coding == "br" and BROTLI:
@@ -78,7 +78,7 @@ def decode(chunks: Iterable[bytes], content_encoding: str, step: int = STEP) -> 
     return src
 
 
-def first_bytes(chunks: Iterator[bytes], n: int) -> bytes | None:
+def _first_bytes(chunks: Iterator[bytes], n: int) -> bytes | None:
     """At least ``n`` bytes from the front of ``chunks`` (fewer only at the end)."""
     buf = b""
     for chunk in chunks:
@@ -88,14 +88,18 @@ def first_bytes(chunks: Iterator[bytes], n: int) -> bytes | None:
     return buf or None
 
 
-def _gzip(chunks: Iterator[bytes], step: int) -> Iterator[bytes]:
-    """gzip, or the body as it is when it is not gzip at all (a server that says gzip and
-    sends plain text is common enough; httpx would fail the whole response)."""
-    first = first_bytes(chunks, 2)
+def gunzip_if_magic(chunks: Iterator[bytes], step: int = STEP,
+                    on_gzip: Callable[[], None] | None = None) -> Iterator[bytes]:
+    """gzip by its magic bytes, or the bytes as they are.  Used for Content-Encoding gzip
+    (a server that says gzip and sends plain text is common enough; httpx would fail the
+    whole response) and for ``.xml.gz`` files, whatever their headers say."""
+    first = _first_bytes(chunks, 2)
     if first is None:
         return
     rest = chain([first], chunks)
     if first[:2] == b"\x1f\x8b":
+        if on_gzip is not None:
+            on_gzip()
         yield from inflate(rest, 31, step)
     else:
         yield from rest
@@ -103,7 +107,7 @@ def _gzip(chunks: Iterator[bytes], step: int) -> Iterator[bytes]:
 
 def _deflate(chunks: Iterator[bytes], step: int) -> Iterator[bytes]:
     """HTTP "deflate" is zlib-wrapped by the RFC and raw deflate in practice: both."""
-    first = first_bytes(chunks, 2)
+    first = _first_bytes(chunks, 2)
     if first is None:
         return
     zlib_header = len(first) >= 2 and (first[0] & 0x0F == 8) and (

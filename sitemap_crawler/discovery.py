@@ -23,7 +23,7 @@ import httpx
 from lxml import etree
 
 from sitemap_crawler.config import Settings
-from sitemap_crawler.decoding import DecodeError, UnsupportedEncoding, decode, first_bytes, inflate
+from sitemap_crawler.decoding import DecodeError, UnsupportedEncoding, decode, gunzip_if_magic
 from sitemap_crawler.errors import DiscoveryError
 from sitemap_crawler.llmstxt import TextParser
 from sitemap_crawler.sitemap import Entry, NotASitemap, XmlParser
@@ -500,7 +500,7 @@ class _Body:
             src = decode(self._raw(), self.resp.headers.get("content-encoding", ""))
         except UnsupportedEncoding as e:
             raise _Fail(str(e)) from None
-        src = _gunzip_if_magic(src, self)
+        src = gunzip_if_magic(src, on_gzip=self._saw_gzip)
         total = 0
         limit = self.limit
         try:
@@ -518,6 +518,9 @@ class _Body:
         except httpx.HTTPError as e:
             raise _Fail(f"download failed: {type(e).__name__}: {_line(e)}") from None
 
+    def _saw_gzip(self) -> None:
+        self.gzip = True
+
     def _raw(self) -> Iterator[bytes]:
         stats = self.stats
         total = 0
@@ -529,17 +532,3 @@ class _Body:
                 yield chunk[: len(chunk) - (total - self.limit)]
                 return
             yield chunk
-
-
-def _gunzip_if_magic(chunks: Iterator[bytes], body: _Body) -> Iterator[bytes]:
-    first = first_bytes(chunks, 2)
-    if first is None:
-        return
-    rest = chain([first], chunks)
-    if first[:2] == b"\x1f\x8b":
-        body.gzip = True
-        yield from inflate(rest, 31)
-    else:
-        yield from rest
-
-

@@ -19,13 +19,19 @@ import contextlib
 import hashlib
 import json
 import os
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
 
-from sitemap_crawler.fsutil import TMP_PREFIX, atomic_write, read_bytes, tmp_name, unlink_quiet
+from sitemap_crawler.fsutil import (
+    TMP_PREFIX,
+    atomic_write,
+    read_bytes,
+    sweep_tmp,
+    tmp_name,
+    unlink_quiet,
+)
 
 CHUNK = 64 * 1024
 _KEEP_HEADERS = ("content-type", "content-encoding", "etag", "last-modified")
@@ -38,12 +44,8 @@ class SitemapCache:
         self.hits = 0
         self._used: set[str] = set()  # file stems replayed or written by this prepare
 
-    @staticmethod
-    def _stem(url: str) -> str:
-        return hashlib.sha1(url.encode(), usedforsecurity=False).hexdigest()[:24]
-
     def _paths(self, url: str) -> tuple[Path, Path]:
-        h = self._stem(url)
+        h = hashlib.sha1(url.encode(), usedforsecurity=False).hexdigest()[:24]
         return self.root / f"{h}.body", self.root / f"{h}.json"
 
     def _meta(self, url: str) -> dict[str, str] | None:
@@ -76,7 +78,7 @@ class SitemapCache:
             return None
         body, _ = self._paths(url)
         self.hits += 1
-        self._used.add(self._stem(url))
+        self._used.add(body.stem)
         headers = {k: v for k, v in meta.items() if k in _KEEP_HEADERS}
         return httpx.Response(200, headers=headers, stream=_FileStream(body), request=request)
 
@@ -93,7 +95,7 @@ class SitemapCache:
         body, meta = self._paths(url)
         os.replace(tmp, body)
         atomic_write(meta, json.dumps({"url": url, **headers}), fsync=False)
-        self._used.add(self._stem(url))
+        self._used.add(body.stem)
 
     def prune(self, tmp_max_age: float = 3600.0) -> int:
         """Delete the copies this prepare neither replayed nor wrote; returns how many.
@@ -103,15 +105,12 @@ class SitemapCache:
         validators).  Temporary files older than ``tmp_max_age`` seconds are left by a
         killed prepare (a running one writes its own for a few seconds at most).
         """
+        sweep_tmp(self.root, tmp_max_age)
         removed = 0
-        now = time.time()
         with os.scandir(self.root) as it:
             for entry in it:
                 name = entry.name
                 if name.startswith(TMP_PREFIX):
-                    with contextlib.suppress(OSError):
-                        if now - entry.stat().st_mtime > tmp_max_age:
-                            unlink_quiet(Path(entry.path))
                     continue
                 stem, dot, ext = name.rpartition(".")
                 if dot and ext in ("body", "json") and stem not in self._used:
