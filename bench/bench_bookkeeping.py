@@ -16,10 +16,11 @@ import tempfile
 import time
 from pathlib import Path
 
-from sitemap_crawler import index as url_index
-from sitemap_crawler.journal import Journal
-from sitemap_crawler.state import StateDir, new_worker_id
-from sitemap_crawler.tickets import TicketQueue, utcnow
+from sitemap_crawler.protocol import index as url_index
+from sitemap_crawler.protocol.journal import Journal
+from sitemap_crawler.protocol.state import StateDir, new_worker_id
+from sitemap_crawler.protocol.tickets import TicketQueue
+from sitemap_crawler.timestamps import utcnow
 
 
 def run(root: Path, urls: int, ticket_size: int) -> dict[str, float]:

@@ -191,8 +191,8 @@ def main() -> None:
     import markdownify
     from bs4 import BeautifulSoup
 
-    from sitemap_crawler.convert import html_to_markdown, render_document
-    from sitemap_crawler.output import OutputLayout
+    from sitemap_crawler.convert.markdown import html_to_markdown, render_document
+    from sitemap_crawler.convert.output import OutputLayout
 
     pages = [make_page(i) for i in range(args.pages)]
     sizes = [len(p.encode()) for p in pages]

@@ -81,8 +81,8 @@ def measure(kind: str, arg: str) -> None:
     import httpx
 
     from sitemap_crawler.config import Settings
-    from sitemap_crawler.discovery import DiscoveryStats, discover
-    from sitemap_crawler.sitemap import XmlParser
+    from sitemap_crawler.discover.sitemap import XmlParser
+    from sitemap_crawler.discover.sources import DiscoveryStats, discover
 
     if kind == "imports":
         _report(kind, 0, 0.0, 0.0)

@@ -1,7 +1,7 @@
 """Static benchmark sites written to disk, to be served by nginx (see bench/nginx.py).
 
 Why static files: benchmarks must measure the crawler, so the server has to be fast and
-boring.  Pages come from the demo site's renderer (``sitemap_crawler.demosite``) with a fixed
+boring.  Pages come from the demo site's renderer (``sitemap_crawler.demo.site``) with a fixed
 footer instead of the live clock, 10-30 KB each.
 
 - ``build_site(root, pages=5000)``: the pages plus ``bench-site.json`` (path -> version,
@@ -30,7 +30,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from xml.sax.saxutils import escape
 
-from sitemap_crawler import demosite
+from sitemap_crawler.demo import site as demosite
 
 MANIFEST = "bench-site.json"
 SIZE_RANGE = (10_000, 30_000)

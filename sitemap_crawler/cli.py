@@ -66,8 +66,8 @@ def main_options(
 @app.command("list")
 def list_sites() -> None:
     """List the configured sites and the state of each."""
-    from sitemap_crawler.state import StateDir
-    from sitemap_crawler.tickets import TicketQueue
+    from sitemap_crawler.protocol.state import StateDir
+    from sitemap_crawler.protocol.tickets import TicketQueue
 
     cfg = Ctx.config()
     if not cfg.sites:
@@ -92,7 +92,7 @@ def prepare(
     = False,
 ) -> None:
     """Discover a site's URLs (sitemaps, robots.txt, llms.txt), filter them, write tickets."""
-    from sitemap_crawler.prepare import prepare as do_prepare
+    from sitemap_crawler.commands.prepare import prepare as do_prepare
 
     s = Ctx.config().site(site)
     with _discovery_progress(site) as progress:
@@ -129,7 +129,7 @@ def status(
                                          "other machines.")] = 0.0,
 ) -> None:
     """Tickets per state, live and dead workers, URLs done and failed, speed and ETA."""
-    from sitemap_crawler.status import site_status
+    from sitemap_crawler.commands.status import site_status
 
     st = site_status(Ctx.config().site(site), watch=watch)
     if as_json:
@@ -157,9 +157,9 @@ def status(
 
 
 def _work(names: list[str], workers: int) -> int:
-    from sitemap_crawler.runner import run_site, summary
-    from sitemap_crawler.state import StateDir
-    from sitemap_crawler.tickets import TicketQueue
+    from sitemap_crawler.commands.work import run_site, summary
+    from sitemap_crawler.protocol.state import StateDir
+    from sitemap_crawler.protocol.tickets import TicketQueue
 
     if workers < 1:
         raise UserError("--workers: must be at least 1")
@@ -228,10 +228,10 @@ def resume(
                                          "processes (0: only requeue).")] = 0,
 ) -> None:
     """Put failed tickets and tickets of dead workers back to pending (then optionally work)."""
-    from sitemap_crawler.heartbeat import Observer
-    from sitemap_crawler.state import StateDir, new_worker_id
-    from sitemap_crawler.tickets import TicketQueue
-    from sitemap_crawler.worker import reclaim_dead
+    from sitemap_crawler.commands.worker import reclaim_dead
+    from sitemap_crawler.protocol.heartbeat import Observer
+    from sitemap_crawler.protocol.state import StateDir, new_worker_id
+    from sitemap_crawler.protocol.tickets import TicketQueue
 
     s = Ctx.config().site(site)
     state = StateDir(s.state_dir)
@@ -265,7 +265,7 @@ def demo(
     Run it twice: the second run sees a new generation of the site (some pages changed,
     removed, added) and shows an incremental crawl.
     """
-    from sitemap_crawler.demo import run_demo
+    from sitemap_crawler.demo.run import run_demo
 
     raise typer.Exit(run_demo(output, workers=workers, pages=pages, serve_only=serve_only))
 

@@ -13,9 +13,9 @@ import sys
 import time
 from pathlib import Path
 
-from sitemap_crawler.heartbeat import Heartbeat
-from sitemap_crawler.state import StateDir, new_worker_id
-from sitemap_crawler.tickets import TicketQueue
+from sitemap_crawler.protocol.heartbeat import Heartbeat
+from sitemap_crawler.protocol.state import StateDir, new_worker_id
+from sitemap_crawler.protocol.tickets import TicketQueue
 
 
 def drain(root: Path, out: Path, hold: float) -> None:

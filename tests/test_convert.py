@@ -11,9 +11,7 @@ import pytest
 import yaml
 from httpserver import Response
 
-from sitemap_crawler import convert
-from sitemap_crawler.charset import decode_html, lookup, prescan_meta
-from sitemap_crawler.convert import (
+from sitemap_crawler.convert.markdown import (
     Page,
     html_to_markdown,
     normalized_hash,
@@ -22,6 +20,8 @@ from sitemap_crawler.convert import (
     render_document,
     text_document,
 )
+from sitemap_crawler.convert import markdown as convert
+from sitemap_crawler.fetch.charset import decode_html, lookup, prescan_meta
 
 URL = "https://docs.example.com/guide/install/"
 

@@ -19,8 +19,8 @@ import pytest
 from lxml import etree
 from protego import Protego
 
-from sitemap_crawler import demosite
-from sitemap_crawler.demosite import DemoServer, DemoSite
+from sitemap_crawler.demo import site as demosite
+from sitemap_crawler.demo.site import DemoServer, DemoSite
 
 NS = {"sm": "http://www.sitemaps.org/schemas/sitemap/0.9"}
 

@@ -17,9 +17,9 @@ import pytest
 from httpserver import LocalServer, Response
 
 from sitemap_crawler.config import Settings
-from sitemap_crawler.discovery import COMMON_SITEMAP_PATHS, DiscoveryStats, discover
+from sitemap_crawler.discover.sitemap import XmlParser
+from sitemap_crawler.discover.sources import COMMON_SITEMAP_PATHS, DiscoveryStats, discover
 from sitemap_crawler.errors import DiscoveryError
-from sitemap_crawler.sitemap import XmlParser
 
 NS = "http://www.sitemaps.org/schemas/sitemap/0.9"
 XML = "application/xml"
@@ -583,7 +583,7 @@ MEASURE = """
 import json, sys, time
 import httpx
 from sitemap_crawler.config import Settings
-from sitemap_crawler.discovery import DiscoveryStats, discover
+from sitemap_crawler.discover.sources import DiscoveryStats, discover
 from sitemap_crawler.errors import DiscoveryError
 with httpx.Client(timeout=30) as c:
     c.get(sys.argv[1].rsplit("/", 1)[0] + "/warm-up")  # load httpx's lazy imports first

@@ -23,8 +23,8 @@ import pytest
 from httpserver import LocalServer, Request, Response, fail_then
 
 from sitemap_crawler.config import Settings
-from sitemap_crawler.fetch import Fetcher, host_key, parse_retry_after
-from sitemap_crawler.hostgate import BLOCK_FILE, HostGate
+from sitemap_crawler.fetch.client import Fetcher, host_key, parse_retry_after
+from sitemap_crawler.protocol.hostgate import BLOCK_FILE, HostGate
 
 SPAWN = mp.get_context("spawn")
 HTML = "<!doctype html><html><body><p>hello</p></body></html>"
@@ -463,8 +463,8 @@ FETCH_MEASURE = """
 import json, sys, threading, time
 from pathlib import Path
 from sitemap_crawler.config import Settings
-from sitemap_crawler.fetch import Fetcher
-from sitemap_crawler.hostgate import HostGate
+from sitemap_crawler.fetch.client import Fetcher
+from sitemap_crawler.protocol.hostgate import HostGate
 s = Settings(request_delay=0.0, max_retries=0, timeout=30.0, max_file_size=1 << 20)
 gate = HostGate(Path(sys.argv[2]), "m", lambda w: False)
 def status(key):
@@ -504,7 +504,7 @@ def zeros_bomb(coding: str) -> bytes:
 @pytest.mark.parametrize("coding", ["gzip", "br"])
 def test_compressed_bomb_page_is_cut_at_max_file_size_in_bounded_memory(server, tmp_path,
                                                                         coding):
-    from sitemap_crawler.decoding import ACCEPT_ENCODING
+    from sitemap_crawler.fetch.decoding import ACCEPT_ENCODING
 
     assert coding in ACCEPT_ENCODING  # brotli >= 1.1 comes with the test extra
     bomb = zeros_bomb(coding)

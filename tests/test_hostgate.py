@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from sitemap_crawler.hostgate import BLOCK_FILE, HostGate, safe_host
+from sitemap_crawler.protocol.hostgate import BLOCK_FILE, HostGate, safe_host
 
 SPAWN = mp.get_context("spawn")
 HOST = "example.org"

@@ -8,14 +8,14 @@ from pathlib import Path
 
 import pytest
 
-from sitemap_crawler.errors import CrawlError
-from sitemap_crawler.output import (
+from sitemap_crawler.convert.output import (
     MAX_FILE_NAME_BYTES,
     OutputLayout,
     safe_component,
     short_hash,
     write_if_changed,
 )
+from sitemap_crawler.errors import CrawlError
 
 
 @pytest.fixture

@@ -11,7 +11,7 @@ import pytest
 from httpserver import Response
 
 from sitemap_crawler.config import Settings
-from sitemap_crawler.robots import MAX_ROBOTS_BYTES, RobotsCache, origin_of, product_token
+from sitemap_crawler.fetch.robots import MAX_ROBOTS_BYTES, RobotsCache, origin_of, product_token
 
 ROBOTS = """\
 # a comment

@@ -13,10 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from sitemap_crawler.heartbeat import Heartbeat, Observer
-from sitemap_crawler.journal import Journal, ticket_progress
-from sitemap_crawler.state import StateDir
-from sitemap_crawler.tickets import TicketName, TicketQueue
+from sitemap_crawler.protocol.heartbeat import Heartbeat, Observer
+from sitemap_crawler.protocol.journal import Journal, ticket_progress
+from sitemap_crawler.protocol.state import StateDir
+from sitemap_crawler.protocol.tickets import TicketName, TicketQueue
 
 AGENT = Path(__file__).parent / "protocol_agent.py"
 
@@ -148,8 +148,8 @@ def test_corrupt_ticket_is_quarantined_not_lost(tmp_path):
 BEATER = """
 import sys, time
 from pathlib import Path
-from sitemap_crawler.heartbeat import Heartbeat
-from sitemap_crawler.state import new_worker_id
+from sitemap_crawler.protocol.heartbeat import Heartbeat
+from sitemap_crawler.protocol.state import new_worker_id
 wid = new_worker_id() if sys.argv[2] == "auto" else sys.argv[2]
 hb = Heartbeat(Path(sys.argv[1]), wid, 0.2).start()
 print("up", flush=True)

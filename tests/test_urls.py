@@ -7,8 +7,7 @@ import time
 
 import pytest
 
-from sitemap_crawler.errors import UserError
-from sitemap_crawler.urls import (
+from sitemap_crawler.discover.urls import (
     _CANONICAL,
     UrlFilter,
     UrlSet,
@@ -20,6 +19,7 @@ from sitemap_crawler.urls import (
     normalize_url,
     same_host,
 )
+from sitemap_crawler.errors import UserError
 
 
 @pytest.mark.parametrize(

@@ -13,8 +13,8 @@ import pytest
 import yaml
 from sites import cli, doc_site, popen_cli, write_config
 
-from sitemap_crawler.heartbeat import read_heartbeat
-from sitemap_crawler.tickets import TicketName
+from sitemap_crawler.protocol.heartbeat import read_heartbeat
+from sitemap_crawler.protocol.tickets import TicketName
 
 
 def state_dir(out: Path) -> Path:

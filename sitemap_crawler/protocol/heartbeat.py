@@ -32,8 +32,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from sitemap_crawler.fsutil import atomic_write, read_bytes
-from sitemap_crawler.state import hostname, parse_worker_id
+from sitemap_crawler.protocol.fsutil import atomic_write, read_bytes
+from sitemap_crawler.protocol.state import hostname, parse_worker_id
 
 RECORD_SIZE = 1024  # fixed size: in-place rewrites never change the file's length
 

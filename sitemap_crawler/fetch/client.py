@@ -49,9 +49,14 @@ from urllib.parse import urljoin, urlsplit, urlunsplit
 import httpx
 
 from sitemap_crawler.config import Settings
-from sitemap_crawler.decoding import ACCEPT_ENCODING, DecodeError, UnsupportedEncoding, decoded
-from sitemap_crawler.hostgate import HostGate, Interrupted, Lease, sent_trace
-from sitemap_crawler.robots import RobotsCache
+from sitemap_crawler.fetch.decoding import (
+    ACCEPT_ENCODING,
+    DecodeError,
+    UnsupportedEncoding,
+    decoded,
+)
+from sitemap_crawler.fetch.robots import RobotsCache
+from sitemap_crawler.protocol.hostgate import HostGate, Interrupted, Lease, sent_trace
 
 log = logging.getLogger(__name__)
 

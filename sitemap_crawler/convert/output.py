@@ -19,7 +19,7 @@ from pathlib import Path
 from urllib.parse import unquote_to_bytes, urlsplit
 
 from sitemap_crawler.errors import CrawlError
-from sitemap_crawler.fsutil import atomic_write
+from sitemap_crawler.protocol.fsutil import atomic_write
 
 MAX_COMPONENT_BYTES = 255  # NAME_MAX on ext4/xfs/NTFS(UTF-16 units)/SMB: the common floor
 # A file name must leave room for fsutil.tmp_name's ".tmp-" + ".<pid>.<8 hex>" (<= 22 bytes),

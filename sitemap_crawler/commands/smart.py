@@ -13,11 +13,11 @@ import threading
 from dataclasses import dataclass
 from typing import Any
 
-from sitemap_crawler.charset import decode_html
 from sitemap_crawler.config import Settings
-from sitemap_crawler.convert import html_to_markdown, normalized_hash
-from sitemap_crawler.fetch import Fetcher
-from sitemap_crawler.hostgate import HostGate
+from sitemap_crawler.convert.markdown import html_to_markdown, normalized_hash
+from sitemap_crawler.fetch.charset import decode_html
+from sitemap_crawler.fetch.client import Fetcher
+from sitemap_crawler.protocol.hostgate import HostGate
 
 
 @dataclass

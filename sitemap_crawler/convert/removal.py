@@ -14,7 +14,7 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from sitemap_crawler.output import OutputLayout
+from sitemap_crawler.convert.output import OutputLayout
 
 
 def remove_output(layout: OutputLayout, file_path: str | None, mode: str) -> bool:

@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 from urllib.parse import urljoin
 
-from sitemap_crawler.sitemap import Entry
+from sitemap_crawler.discover.sitemap import Entry
 
 _MAX_LINE = 64 * 1024  # longer lines are skipped (bounded memory on a file with no newlines)
 _H1 = re.compile(r"#\s+(.+?)\s*#*\s*$")

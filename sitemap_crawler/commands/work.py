@@ -22,14 +22,15 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from sitemap_crawler import index as url_index
 from sitemap_crawler import logs
 from sitemap_crawler.config import Site, load_config
 from sitemap_crawler.errors import CrawlError
-from sitemap_crawler.heartbeat import Observer
-from sitemap_crawler.hostgate import clear_blocks
-from sitemap_crawler.state import StateDir, new_worker_id
-from sitemap_crawler.tickets import TicketQueue, utcnow
+from sitemap_crawler.protocol import index as url_index
+from sitemap_crawler.protocol.heartbeat import Observer
+from sitemap_crawler.protocol.hostgate import clear_blocks
+from sitemap_crawler.protocol.state import StateDir, new_worker_id
+from sitemap_crawler.protocol.tickets import TicketQueue
+from sitemap_crawler.timestamps import utcnow
 
 log = logging.getLogger(__name__)
 SECOND_SIGNAL_WINDOW = 3.0
@@ -56,11 +57,11 @@ def _child(config_path: str, site_name: str, shared_stop: Any, q: Any) -> None:
         local_stop.set()
 
     threading.Thread(target=follow_parent, daemon=True).start()
-    from sitemap_crawler.worker import Worker
+    from sitemap_crawler.commands.worker import Worker
 
     site = load_config(Path(config_path)).site(site_name)
     wid = new_worker_id()
-    from sitemap_crawler.worker import WorkerFatal
+    from sitemap_crawler.commands.worker import WorkerFatal
 
     try:
         stats = Worker(site, wid, local_stop,
@@ -123,7 +124,7 @@ def run_site(config_path: Path, site: Site, workers: int) -> Counter[str]:
     # Fork where we can: the children inherit the imported modules instead of paying ~0.4 s
     # of CPU each to import them again (it was 16 % of a 5,000-URL all-304 re-crawl).  No
     # thread runs in this process before the children are started.
-    import sitemap_crawler.worker  # noqa: F401  (preloaded for the forked children)
+    import sitemap_crawler.commands.worker  # noqa: F401  (preloaded for the forked children)
 
     method = "fork" if "fork" in mp.get_all_start_methods() else "spawn"
     if not Observer(state.workers, 0).known_workers():

@@ -12,10 +12,10 @@ from pathlib import Path
 from typing import Any
 
 from sitemap_crawler.config import Site
-from sitemap_crawler.heartbeat import Observer, read_heartbeat
-from sitemap_crawler.journal import journal_files, read_journal
-from sitemap_crawler.state import StateDir
-from sitemap_crawler.tickets import TicketQueue
+from sitemap_crawler.protocol.heartbeat import Observer, read_heartbeat
+from sitemap_crawler.protocol.journal import journal_files, read_journal
+from sitemap_crawler.protocol.state import StateDir
+from sitemap_crawler.protocol.tickets import TicketQueue
 
 
 def site_status(site: Site, watch: float = 0.0) -> dict[str, Any]:
@@ -63,7 +63,7 @@ def site_status(site: Site, watch: float = 0.0) -> dict[str, Any]:
             recent.append(rec.get("last_crawled") or "")
     recent.sort()
     if len(recent) >= 2:
-        from sitemap_crawler.plan import parse_ts
+        from sitemap_crawler.timestamps import parse_ts
 
         t_end = parse_ts(recent[-1]) or 0
         window = [r for r in recent if (parse_ts(r) or 0) >= t_end - 60]

@@ -21,27 +21,27 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from sitemap_crawler.charset import decode_html
 from sitemap_crawler.config import Site
-from sitemap_crawler.convert import (
+from sitemap_crawler.convert.markdown import (
     html_to_markdown,
     normalized_hash,
     parse_robots_directives,
-    read_front_matter,
     render_document,
     text_document,
     text_title,
 )
-from sitemap_crawler.fetch import Fetcher, FetchResult
-from sitemap_crawler.heartbeat import Heartbeat, Observer
-from sitemap_crawler.hostgate import HostGate
-from sitemap_crawler.journal import Journal, ticket_progress
-from sitemap_crawler.output import OutputLayout
-from sitemap_crawler.plan import parse_ts
-from sitemap_crawler.removal import remove_output, tombstone
-from sitemap_crawler.state import StateDir
-from sitemap_crawler.tickets import Claimed, TicketQueue, utcnow
-from sitemap_crawler.urls import host_of, normalize_url
+from sitemap_crawler.convert.output import OutputLayout
+from sitemap_crawler.convert.removal import remove_output, tombstone
+from sitemap_crawler.discover.urls import host_of, normalize_url
+from sitemap_crawler.fetch.charset import decode_html
+from sitemap_crawler.fetch.client import Fetcher, FetchResult
+from sitemap_crawler.frontmatter import read_front_matter
+from sitemap_crawler.protocol.heartbeat import Heartbeat, Observer
+from sitemap_crawler.protocol.hostgate import HostGate
+from sitemap_crawler.protocol.journal import Journal, ticket_progress
+from sitemap_crawler.protocol.state import StateDir
+from sitemap_crawler.protocol.tickets import Claimed, TicketQueue
+from sitemap_crawler.timestamps import parse_ts, utcnow
 
 log = logging.getLogger(__name__)
 # One record per URL, for --log-file (JSON lines); kept off the console unless --verbose.

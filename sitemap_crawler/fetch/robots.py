@@ -34,8 +34,8 @@ import httpx
 from protego import Protego
 
 from sitemap_crawler.config import Settings
-from sitemap_crawler.decoding import DecodeError, UnsupportedEncoding, decoded
-from sitemap_crawler.hostgate import sent_trace
+from sitemap_crawler.fetch.decoding import DecodeError, UnsupportedEncoding, decoded
+from sitemap_crawler.protocol.hostgate import sent_trace
 
 log = logging.getLogger(__name__)
 

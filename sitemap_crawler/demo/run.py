@@ -17,10 +17,10 @@ from pathlib import Path
 import typer
 import yaml
 
-from sitemap_crawler import demosite
+from sitemap_crawler.commands.prepare import prepare
+from sitemap_crawler.commands.work import run_site, summary
 from sitemap_crawler.config import load_config
-from sitemap_crawler.prepare import prepare
-from sitemap_crawler.runner import run_site, summary
+from sitemap_crawler.demo import site as demosite
 
 log = logging.getLogger(__name__)
 

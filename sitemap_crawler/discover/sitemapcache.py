@@ -24,7 +24,7 @@ from pathlib import Path
 
 import httpx
 
-from sitemap_crawler.fsutil import (
+from sitemap_crawler.protocol.fsutil import (
     TMP_PREFIX,
     atomic_write,
     read_bytes,

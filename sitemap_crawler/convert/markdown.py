@@ -27,12 +27,10 @@ import hashlib
 import re
 import threading
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
-from pathlib import Path
+from datetime import datetime
 from typing import Any
 from urllib.parse import urljoin, urlsplit, urlunsplit
 
-import yaml
 from bs4.element import NavigableString, Tag
 from lxml import etree
 from markdownify import (
@@ -44,6 +42,8 @@ from markdownify import (
     re_whitespace,
     strip_pre,
 )
+
+from sitemap_crawler.frontmatter import front_matter, timestamp
 
 __all__ = [
     "Page",
@@ -670,50 +670,6 @@ def html_to_markdown(html: str, url: str, *, code_language_default: str | None =
 
 # --- documents on disk -----------------------------------------------------------------------
 
-try:  # libyaml's emitter is ~6x faster; the pure-Python one gives the same YAML
-    _Dumper: type = yaml.CSafeDumper
-except AttributeError:  # pragma: no cover - depends on how pyyaml was built
-    _Dumper = yaml.SafeDumper
-
-def _timestamp(value: datetime | str) -> str:
-    if isinstance(value, datetime):
-        if value.tzinfo is not None:
-            value = value.astimezone(UTC)
-            return value.strftime("%Y-%m-%dT%H:%M:%SZ")
-        return value.isoformat(timespec="seconds")
-    return value
-
-
-def read_front_matter(path: Path, limit: int = 8192) -> dict[str, Any] | None:
-    """The YAML front matter at the top of a markdown file we wrote, or None.
-
-    Read back to rebuild a lost url-index and to tell which URL owns a file name.
-    """
-    try:
-        with open(path, encoding="utf-8", errors="replace") as f:
-            head = f.read(limit)
-    except OSError:
-        return None
-    if not head.startswith("---\n"):
-        return None
-    end = head.find("\n---", 4)
-    if end < 0:
-        return None
-    try:
-        meta = yaml.safe_load(head[4:end])
-    except yaml.YAMLError:
-        return None
-    return meta if isinstance(meta, dict) else None
-
-
-def front_matter(fields: dict[str, Any]) -> str:
-    """A ``---`` YAML block; any string (colons, quotes, newlines) loads back unchanged."""
-    data = {k: v for k, v in fields.items() if v is not None}
-    body = yaml.dump(data, Dumper=_Dumper, sort_keys=False, allow_unicode=True,
-                     default_flow_style=False, width=1 << 30)
-    return f"---\n{body}---\n"
-
-
 def _fields(*, url: str, final_url: str | None, title: str, status: int,
             fetched_at: datetime | str, extra: dict[str, Any] | None,
             description: str | None = None, lang: str | None = None,
@@ -725,7 +681,7 @@ def _fields(*, url: str, final_url: str | None, title: str, status: int,
         "description": description,
         "lang": lang,
         "status": status,
-        "fetched_at": _timestamp(fetched_at),
+        "fetched_at": timestamp(fetched_at),
         "content_hash": content_hash,
         "canonical": canonical if canonical not in (url, final_url) else None,
     }

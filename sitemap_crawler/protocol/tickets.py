@@ -49,15 +49,11 @@ from urllib.parse import unquote
 
 import orjson
 
-from sitemap_crawler.fsutil import TMP_PREFIX, atomic_write, move_exclusive, read_bytes
-from sitemap_crawler.plan import parse_ts
-from sitemap_crawler.state import StateDir
+from sitemap_crawler.protocol.fsutil import TMP_PREFIX, atomic_write, move_exclusive, read_bytes
+from sitemap_crawler.protocol.state import StateDir
+from sitemap_crawler.timestamps import parse_ts, utcnow
 
 FINAL = "final"
-
-
-def utcnow() -> str:
-    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
 
 
 @dataclass(frozen=True)

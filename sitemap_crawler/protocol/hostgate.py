@@ -72,7 +72,13 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-from sitemap_crawler.fsutil import LOST_RACE, TMP_PREFIX, atomic_write, move_exclusive, read_bytes
+from sitemap_crawler.protocol.fsutil import (
+    LOST_RACE,
+    TMP_PREFIX,
+    atomic_write,
+    move_exclusive,
+    read_bytes,
+)
 
 log = logging.getLogger(__name__)
 

@@ -27,11 +27,11 @@ from typing import Any
 
 import orjson
 
-from sitemap_crawler.convert import read_front_matter
 from sitemap_crawler.errors import CrawlError
-from sitemap_crawler.fsutil import RenameLock, atomic_write, unlink_quiet
-from sitemap_crawler.journal import journal_files, owner_of, read_journal
-from sitemap_crawler.state import StateDir
+from sitemap_crawler.frontmatter import read_front_matter
+from sitemap_crawler.protocol.fsutil import RenameLock, atomic_write, unlink_quiet
+from sitemap_crawler.protocol.journal import journal_files, owner_of, read_journal
+from sitemap_crawler.protocol.state import StateDir
 
 log = logging.getLogger(__name__)
 

@@ -22,20 +22,21 @@ from typing import Any
 
 import httpx
 
-from sitemap_crawler import index as url_index
+from sitemap_crawler.commands.plan import Planner
+from sitemap_crawler.commands.smart import sample_changes
 from sitemap_crawler.config import Site
-from sitemap_crawler.decoding import ACCEPT_ENCODING
-from sitemap_crawler.discovery import DiscoveryStats, discover
-from sitemap_crawler.heartbeat import Observer
-from sitemap_crawler.hostgate import HostGate
-from sitemap_crawler.output import OutputLayout
-from sitemap_crawler.plan import Planner
-from sitemap_crawler.removal import remove_output, tombstone
-from sitemap_crawler.sitemapcache import SitemapCache
-from sitemap_crawler.smart import sample_changes
-from sitemap_crawler.state import StateDir, new_worker_id
-from sitemap_crawler.tickets import TicketQueue, utcnow
-from sitemap_crawler.urls import UrlFilter, UrlSet, normalize_url
+from sitemap_crawler.convert.output import OutputLayout
+from sitemap_crawler.convert.removal import remove_output, tombstone
+from sitemap_crawler.discover.sitemapcache import SitemapCache
+from sitemap_crawler.discover.sources import DiscoveryStats, discover
+from sitemap_crawler.discover.urls import UrlFilter, UrlSet, normalize_url
+from sitemap_crawler.fetch.decoding import ACCEPT_ENCODING
+from sitemap_crawler.protocol import index as url_index
+from sitemap_crawler.protocol.heartbeat import Observer
+from sitemap_crawler.protocol.hostgate import HostGate
+from sitemap_crawler.protocol.state import StateDir, new_worker_id
+from sitemap_crawler.protocol.tickets import TicketQueue
+from sitemap_crawler.timestamps import utcnow
 
 log = logging.getLogger(__name__)
 

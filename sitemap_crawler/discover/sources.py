@@ -23,12 +23,18 @@ import httpx
 from lxml import etree
 
 from sitemap_crawler.config import Settings
-from sitemap_crawler.decoding import DecodeError, UnsupportedEncoding, decode, gunzip_if_magic
+from sitemap_crawler.discover.llmstxt import TextParser
+from sitemap_crawler.discover.sitemap import Entry, NotASitemap, XmlParser
+from sitemap_crawler.discover.sitemapcache import SitemapCache
+from sitemap_crawler.discover.urls import (
+    host_matcher,
+    host_of,
+    is_http_url,
+    normalize_url,
+    same_host,
+)
 from sitemap_crawler.errors import DiscoveryError
-from sitemap_crawler.llmstxt import TextParser
-from sitemap_crawler.sitemap import Entry, NotASitemap, XmlParser
-from sitemap_crawler.sitemapcache import SitemapCache
-from sitemap_crawler.urls import host_matcher, host_of, is_http_url, normalize_url, same_host
+from sitemap_crawler.fetch.decoding import DecodeError, UnsupportedEncoding, decode, gunzip_if_magic
 
 __all__ = ["COMMON_SITEMAP_PATHS", "DiscoveryStats", "Entry", "SourceRead", "discover"]
 

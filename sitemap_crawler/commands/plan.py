@@ -14,28 +14,16 @@ Rules (seed 000 §6, seed 002 phases 5–6, roadmap v0.4.0 phase 2):
 
 from __future__ import annotations
 
-import calendar
 import time
 from dataclasses import dataclass
 from typing import Any
 
 from sitemap_crawler.config import Settings
+from sitemap_crawler.timestamps import parse_ts
 
 CHANGEFREQ_HOURS = {"always": 0, "hourly": 1, "daily": 24, "weekly": 168, "monthly": 720,
                     "yearly": 8760, "never": 87600}
 
-
-def parse_ts(value: str | None) -> float | None:
-    """Epoch seconds of an ISO-8601 UTC stamp as we write them (``YYYY-MM-DDTHH:MM:SSZ``)."""
-    if not value:
-        return None
-    try:
-        return calendar.timegm(time.strptime(value[:19], "%Y-%m-%dT%H:%M:%S"))
-    except ValueError:
-        try:
-            return calendar.timegm(time.strptime(value[:10], "%Y-%m-%d"))
-        except ValueError:
-            return None
 
 
 @dataclass(frozen=True)

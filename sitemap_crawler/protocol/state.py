@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from sitemap_crawler.errors import CrawlError
-from sitemap_crawler.fsutil import atomic_write, ensure_token_dir
+from sitemap_crawler.protocol.fsutil import atomic_write, ensure_token_dir
 
 TICKET_STATES = ("pending", "claimed", "completed", "failed")
 
