@@ -1,6 +1,8 @@
 """The command line: a thin layer over prepare, runner, status and the demo.
 
-Exit codes: 0 ok, 1 runtime failure, 2 usage or configuration error, 130 interrupted.
+Exit codes, for scripts and cron: 0 everything done; 1 a runtime failure, or some tickets
+ended in failed/ (the message names how many and the ``resume`` command); 2 a usage or
+configuration error; 130 interrupted (Ctrl+C or SIGTERM).
 Every error the user can meet is one line on stderr, never a traceback (``--verbose`` adds
 the traceback for bug reports).
 """
@@ -24,9 +26,14 @@ from sitemap_crawler.errors import CrawlerError, UserError
 
 log = logging.getLogger("sitemap_crawler")
 
+EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
+EXIT_CODES_HELP = ("Exit codes: 0 everything done; 1 a failure, or tickets left in failed/ "
+                   "(see `resume`); 2 usage or configuration error; 130 interrupted.")
+
 app = typer.Typer(
     name="sitemap-crawler", no_args_is_help=True, add_completion=False,
-    help="Turn whole websites into clean markdown, fast and politely, and keep them fresh.",
+    help="Turn whole websites into clean markdown, fast and politely, and keep them fresh.\n\n"
+    + EXIT_CODES_HELP,
     context_settings={"help_option_names": ["-h", "--help"]},
     pretty_exceptions_enable=False,
 )
@@ -157,6 +164,8 @@ def status(
 
 
 def _work(names: list[str], workers: int) -> int:
+    """Work on the sites; the exit code says how it ended (see the module docstring)."""
+    from sitemap_crawler.commands.status import failed_urls
     from sitemap_crawler.commands.work import run_site, summary
     from sitemap_crawler.protocol.state import StateDir
     from sitemap_crawler.protocol.tickets import TicketQueue
@@ -166,7 +175,7 @@ def _work(names: list[str], workers: int) -> int:
     cfg = Ctx.config()
     sites = [cfg.site(n) for n in names] if names else list(cfg.sites)
     ran = 0
-    failed = False
+    failed: list[str] = []
     for site in sites:
         state = StateDir(site.state_dir)
         if not state.exists():
@@ -174,19 +183,24 @@ def _work(names: list[str], workers: int) -> int:
                 raise UserError(f"{site.name}: not prepared (run: sitemap-crawler prepare "
                                 f"{site.name})")
             continue
-        if not TicketQueue(state, "cli").has_work():
+        queue = TicketQueue(state, "cli")
+        if queue.has_work():
+            totals = run_site(cfg.path, site, workers)
+            ran += 1
+            typer.echo(summary(site.name, totals))
+            if totals.get("interrupted"):
+                return EXIT_INTERRUPTED
+        else:
             log.info("%s: no work left", site.name)
-            continue
-        totals = run_site(cfg.path, site, workers)
-        ran += 1
-        typer.echo(summary(site.name, totals))
-        failed |= bool(totals.get("tickets_failed"))
-        if totals.get("failed"):
-            log.warning("%s: some URLs failed after retries: run `sitemap-crawler resume %s`",
-                        site.name, site.name)
-    if not ran:
+        n_failed = queue.counts()["failed"]
+        if n_failed:
+            failed.append(site.name)
+            log.error("%s: %d ticket(s) failed (%d URL(s) used up their retries); after fixing "
+                      "the cause run: sitemap-crawler resume %s --workers %d", site.name,
+                      n_failed, failed_urls(queue), site.name, workers)
+    if not ran and not failed:
         typer.echo("no work left")
-    return 0
+    return EXIT_FAILED if failed else EXIT_OK
 
 
 @app.command()

@@ -34,7 +34,11 @@ def test_misbehaving_server_then_resume(server, tmp_path):
     cfg = write_config(tmp_path, server.url("/"), timeout=1, max_retries=2, max_file_size="1MB",
                        max_backoff=2, crawl_state={"ticket_size": 8})
     out = tmp_path / "out"
-    r = cli(cfg, "crawl", "docs", "--workers", "1")
+    r = cli(cfg, "crawl", "docs", "--workers", "1", check=False)
+    # A ticket ended in failed/: exit 1, with the count and the command that retries it.
+    assert r.returncode == 1, r.stderr
+    assert "1 ticket(s) failed (1 URL(s)" in r.stderr
+    assert "sitemap-crawler resume docs" in r.stderr
     idx = index(out)
     e = {int(u.rsplit("-", 1)[1].split(".")[0]): idx[u] for u in urls}
     assert e[0]["outcome"] == "new"
@@ -103,7 +107,8 @@ def test_a_host_given_up_is_tried_again_by_the_next_run(server, tmp_path):
     cfg = write_config(tmp_path, server.url("/"), max_retries=1, patience=2, max_backoff=600,
                        crawl_state={"ticket_size": 6})
     t0 = time.monotonic()
-    r = cli(cfg, "crawl", "docs", "--workers", "1")
+    r = cli(cfg, "crawl", "docs", "--workers", "1", check=False)
+    assert r.returncode == 1, r.stderr  # a host that is down is a failure for cron
     assert time.monotonic() - t0 < 60  # gave up instead of waiting 600 s per URL
     idx = index(tmp_path / "out")
     assert sum(e.get("error") == "host_gave_up" for e in idx.values()) >= 3, r.stdout

@@ -143,6 +143,7 @@ def test_sigint_hands_tickets_back_and_the_next_run_repeats_nothing(server, tmp_
     wait_for(lambda: journal_lines(out) >= 6)
     p.send_signal(signal.SIGINT)
     p.communicate(timeout=60)
+    assert p.returncode == 130  # interrupted, so cron and scripts can tell
     st = state_dir(out) / "tickets"
     assert not os.listdir(st / "claimed")
     handed_back = [n for n in os.listdir(st / "pending") if TicketName.parse(n).gen > 0]

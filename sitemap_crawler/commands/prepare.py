@@ -7,6 +7,12 @@ that are due again on a re-crawl are held back, to be ordered by priority after 
 
 Idempotent: URLs already waiting in pending/claimed/failed tickets are loaded into the dedupe
 set first, so running prepare twice adds no duplicate work.
+
+Removals need positive evidence (P1): a URL of the index loses its markdown here only when
+the sources were read completely (no fetch error, no truncated file, no feed — a feed lists
+recent items, not the site) and the URL is no longer *listed* in them.  Listed means in the
+sources at all: a URL that a filter, ``max_urls_per_site`` or the dedupe left out is still
+listed, so a config change never deletes a file.  ``--dry-run`` reports what would go.
 """
 
 from __future__ import annotations
@@ -27,6 +33,7 @@ from sitemap_crawler.commands.smart import sample_changes
 from sitemap_crawler.config import Site
 from sitemap_crawler.convert.output import OutputLayout
 from sitemap_crawler.convert.removal import remove_output, tombstone
+from sitemap_crawler.discover.sitemap import Entry
 from sitemap_crawler.discover.sitemapcache import SitemapCache
 from sitemap_crawler.discover.sources import DiscoveryStats, discover
 from sitemap_crawler.discover.urls import UrlFilter, UrlSet, normalize_url
@@ -41,7 +48,11 @@ from sitemap_crawler.timestamps import utcnow
 log = logging.getLogger(__name__)
 
 _CARRY = ("etag", "last_modified", "content_hash", "raw_hash", "file_path", "last_crawled",
-          "first_seen", "last_changed", "changes_detected", "change_frequency", "size")
+          "first_seen", "last_changed", "changes_detected", "change_frequency", "size",
+          "validators_lie")
+# Source kinds that list the whole site; a feed lists recent items only (P1).
+_COMPLETE_KINDS = {"urlset", "sitemapindex", "llms", "text", "robots"}
+REMOVAL_SAMPLE = 20  # URLs named in the result (and by --dry-run) of those removed
 
 
 @dataclass
@@ -57,6 +68,7 @@ class PrepareResult:
     new: int = 0
     due_again: int = 0
     removed: int = 0
+    removed_sample: list[str] = field(default_factory=list)
     tickets: int = 0
     cross_host: int = 0
     invalid: int = 0
@@ -75,13 +87,14 @@ class PrepareResult:
         verb = "would write" if self.dry_run else "wrote"
         unchanged = (f", {self.sitemaps_not_modified} unchanged since the last read"
                      if self.sitemaps_not_modified else "")
+        gone = "would be removed" if self.dry_run else "removed"
         return (f"{self.site}: found {self.found} URLs in {self.sitemaps_read} file(s)"
                 f"{unchanged}; "
                 f"{filt} filtered, {self.duplicates} duplicate, {self.cross_host} other-host, "
                 f"{self.invalid} invalid, {self.already_queued} already queued, "
                 f"{self.fresh} fresh; {verb} {self.tickets} tickets for {self.kept} URLs "
                 f"({self.new} new, {self.due_again} due again)"
-                + (f"; {self.removed} removed" if self.removed else "")
+                + (f"; {self.removed} {gone}" if self.removed else "")
                 + (f"; {self.bytes_saved / 1e6:.1f} MB not downloaded (fresh per the sitemap)"
                    if self.bytes_saved else "")
                 + f" in {self.seconds:.1f}s")
@@ -98,164 +111,214 @@ def http_client(site: Site) -> httpx.Client:
 
 def prepare(site: Site, *, dry_run: bool = False, full: bool = False,
             progress: Callable[[str], None] | None = None) -> PrepareResult:
-    t0 = time.monotonic()
-    s = site.settings
-    state = StateDir(site.state_dir)
-    res = PrepareResult(site=site.name, dry_run=dry_run)
-    wid = new_worker_id()
-    observer = Observer(state.workers, s.crawl_state.heartbeat_timeout)
-    if not dry_run:
-        state.ensure()
-        idx = url_index.merged_index(state, wid, observer.is_dead, site.base_dir)
-    else:
-        idx = url_index.load_or_rebuild(state, site.base_dir) if state.exists() else {}
-    queue = TicketQueue(state, wid)
-    if not dry_run and s.crawl_state.keep_completed > 0:
-        res.tickets_pruned = queue.prune_completed(s.crawl_state.keep_completed)
-    seen = UrlSet()
-    queued = UrlSet()
-    for u in queue.pending_urls():
-        queued.add(normalize_url(u))
+    """Discover ``site``'s URLs and write tickets for those due; see the module docstring."""
+    return _Prepare(site, dry_run=dry_run, full=full).run(progress)
 
-    flt = UrlFilter(site.filters.include, site.filters.exclude)
-    if s.crawl_mode == "smart" and not full and idx and not dry_run:
-        gate = HostGate(state.hosts, wid, observer.is_dead)
+
+class _Tickets:
+    """Entries -> ticket files of ``ticket_size`` URLs: new URLs at once, due ones by score."""
+
+    def __init__(self, site: Site, queue: TicketQueue, res: PrepareResult, now: str) -> None:
+        self.site, self.queue, self.res, self.now = site, queue, res, now
+        self.size = site.settings.crawl_state.ticket_size
+        self.run = time.strftime("%Y%m%dT%H%M%S", time.gmtime()) + secrets.token_hex(2)
+        self.batch: list[dict[str, Any]] = []
+        self.stale: list[tuple[float, dict[str, Any]]] = []
+
+    def add_new(self, entry: dict[str, Any]) -> None:
+        self.batch.append(entry)
+        if len(self.batch) >= self.size:
+            self._write(self.batch)
+            self.batch = []
+
+    def add_due(self, score: float, entry: dict[str, Any]) -> None:
+        self.stale.append((-score, entry))
+
+    def close(self) -> None:
+        if self.batch:
+            self._write(self.batch)
+            self.batch = []
+        self.stale.sort(key=lambda t: t[0])
+        for i in range(0, len(self.stale), self.size):
+            self._write([e for _, e in self.stale[i:i + self.size]])
+        self.stale = []
+
+    def _write(self, entries: list[dict[str, Any]]) -> None:
+        self.res.tickets += 1
+        if self.res.dry_run:
+            return
+        self.queue.add({
+            "ticket_id": f"{self.run}-{self.res.tickets:05d}", "site": self.site.name,
+            "created_at": self.now, "last_seen": self.now, "gen": 0, "urls": entries,
+            "size": len(entries), "claimed_by": None, "claimed_at": None,
+            "completed_at": None,
+            "progress": {"total": len(entries), "success": 0, "failed": 0, "skipped": 0}})
+
+
+class _Prepare:
+    """One prepare run, in the order the module docstring gives: state, plan, admit, remove."""
+
+    def __init__(self, site: Site, *, dry_run: bool, full: bool) -> None:
+        self.site, self.s, self.full = site, site.settings, full
+        self.state = StateDir(site.state_dir)
+        self.res = PrepareResult(site=site.name, dry_run=dry_run)
+        self.wid = new_worker_id()
+        self.observer = Observer(self.state.workers, self.s.crawl_state.heartbeat_timeout)
+        self.now = utcnow()
+        self.seen = UrlSet()  # URLs past the filter so far (dedupe)
+        self.queued = UrlSet()  # URLs already waiting in tickets (idempotence)
+        self.filter = UrlFilter(site.filters.include, site.filters.exclude)
+        self.filtering = bool(site.filters.include or site.filters.exclude)
+        # Every URL the sources list, filtered or not (P1); without filters that is ``seen``.
+        self.listed = UrlSet() if self.filtering else self.seen
+        self.filtered: Counter[str] = Counter()
+
+    def run(self, progress: Callable[[str], None] | None) -> PrepareResult:
+        t0 = time.monotonic()
+        res, dry_run = self.res, self.res.dry_run
+        idx = self._load_index()
+        queue = TicketQueue(self.state, self.wid)
+        if not dry_run and self.s.crawl_state.keep_completed > 0:
+            res.tickets_pruned = queue.prune_completed(self.s.crawl_state.keep_completed)
+        for u in queue.pending_urls():
+            self.queued.add(normalize_url(u))
+        self.queued_any = len(self.queued) > 0
+        planner = Planner(self.s, full=self._full_crawl(idx))
+        tickets = _Tickets(self.site, queue, res, self.now)
+        stats = DiscoveryStats()
+        cache = (SitemapCache(self.state.root / "sitemaps")
+                 if self.s.cache_sitemaps and not dry_run else None)
+        with http_client(self.site) as client:
+            for e in discover(self.site.sources, self.s, client, stats, progress, cache):
+                self._admit(e, idx, planner, tickets)
+        tickets.close()  # due-again URLs go after the new ones, by score
+        complete = not stats.errors and not stats.truncated_files
+        if cache is not None and complete:
+            res.sitemaps_pruned = cache.prune()
+            if res.sitemaps_pruned:
+                log.info("%s: dropped %d kept sitemap copies the source no longer leads to",
+                         self.site.name, res.sitemaps_pruned)
+        partial = [s.url for s in stats.sources if s.kind not in _COMPLETE_KINDS]
+        if idx and complete and not partial:
+            self._remove_unlisted(idx)
+        elif idx and not complete:
+            res.warnings.append("some sitemaps could not be read completely: pages missing "
+                                "from them were NOT treated as removed")
+        elif idx and partial:
+            log.info("%s: %s lists only part of the site (a feed): pages missing from it are "
+                     "not treated as removed", self.site.name, partial[0])
+        res.filtered = dict(self.filtered)
+        res.cross_host, res.invalid = stats.cross_host, stats.invalid_urls
+        res.sitemaps_read = stats.sitemaps_read
+        res.sitemaps_not_modified = stats.not_modified
+        res.warnings = list(stats.errors) + res.warnings
+        res.seconds = time.monotonic() - t0
+        if res.over_limit:
+            res.warnings.append(f"max_urls_per_site={self.s.max_urls_per_site} reached: "
+                                f"{res.over_limit} URLs left out")
+        if not dry_run:
+            os.sync()  # ticket files were written without per-file fsync: make them durable
+            self._record(tickets.run)
+        return res
+
+    def _load_index(self) -> dict[str, dict[str, Any]]:
+        if self.res.dry_run:
+            if not self.state.exists():
+                return {}
+            return url_index.load_or_rebuild(self.state, self.site.base_dir)
+        self.state.ensure()
+        return url_index.merged_index(self.state, self.wid, self.observer.is_dead,
+                                      self.site.base_dir)
+
+    def _full_crawl(self, idx: dict[str, dict[str, Any]]) -> bool:
+        """--full, or crawl_mode smart whose sample says that enough changed."""
+        s = self.s
+        if self.full or s.crawl_mode != "smart" or not idx or self.res.dry_run:
+            return self.full
+        gate = HostGate(self.state.hosts, self.wid, self.observer.is_dead)
         verdict = sample_changes(idx, s, gate)
         full = verdict.ratio > s.smart_threshold
-        res.smart = {"sampled": verdict.sampled, "changed": verdict.changed,
-                     "mode": "full" if full else "incremental"}
+        self.res.smart = {"sampled": verdict.sampled, "changed": verdict.changed,
+                          "mode": "full" if full else "incremental"}
         log.info("smart mode: %d of %d sampled URLs changed -> %s crawl", verdict.changed,
-                 verdict.sampled, res.smart["mode"])
-    planner = Planner(s, full=full)
-    filtering = bool(site.filters.include or site.filters.exclude)
-    queued_any = len(queued) > 0
-    filtered: Counter[str] = Counter()
-    stats = DiscoveryStats()
-    now = utcnow()
-    run = time.strftime("%Y%m%dT%H%M%S", time.gmtime()) + secrets.token_hex(2)
-    batch: list[dict[str, Any]] = []
-    stale: list[tuple[float, dict[str, Any]]] = []
-    limit = s.max_urls_per_site or None
-    ticket_size = s.crawl_state.ticket_size
+                 verdict.sampled, self.res.smart["mode"])
+        return full
 
-    def flush(entries: list[dict[str, Any]]) -> None:
-        res.tickets += 1
-        ticket = {"ticket_id": f"{run}-{res.tickets:05d}", "site": site.name, "created_at": now,
-                  "last_seen": now, "gen": 0, "urls": entries, "size": len(entries),
-                  "claimed_by": None,
-                  "claimed_at": None, "completed_at": None,
-                  "progress": {"total": len(entries), "success": 0, "failed": 0, "skipped": 0}}
-        if not dry_run:
-            queue.add(ticket)
+    def _admit(self, e: Entry, idx: dict[str, dict[str, Any]], planner: Planner,
+               tickets: _Tickets) -> None:
+        """One discovered URL: filtered, duplicate, queued, fresh, over the cap, or a ticket."""
+        res = self.res
+        res.found += 1
+        url = e.url
+        key = normalize_url(url)
+        if self.filtering:
+            self.listed.add(key)
+            if (reason := self.filter.check(url)) is not None:
+                self.filtered[reason] += 1
+                return
+        if not self.seen.add(key):
+            res.duplicates += 1
+            return
+        if self.queued_any and key in self.queued:
+            res.already_queued += 1
+            return
+        prior = idx.get(url) if idx else None
+        new, score = True, 0.0
+        if prior is not None:
+            d = planner.decide(e.lastmod, e.changefreq, e.priority, prior)
+            if not d.due:
+                res.fresh += 1
+                res.bytes_saved += prior.get("size") or 0
+                return
+            new, score = d.new, d.score
+        limit = self.s.max_urls_per_site
+        if limit and res.kept >= limit:
+            res.over_limit += 1
+            return
+        res.kept += 1
+        entry: dict[str, Any] = {"url": url}
+        for k in ("lastmod", "changefreq", "priority", "title"):
+            if (v := getattr(e, k)) is not None and v != "":
+                entry[k] = v
+        if prior:
+            entry["prior"] = {k: prior[k] for k in _CARRY if prior.get(k) is not None}
+        if new:
+            res.new += 1
+            tickets.add_new(entry)
+        else:
+            res.due_again += 1
+            tickets.add_due(score, entry)
 
-    cache = (SitemapCache(state.root / "sitemaps")
-             if s.cache_sitemaps and not dry_run else None)
-    with http_client(site) as client:
-        for e in discover(site.sources, s, client, stats, progress, cache):
-            res.found += 1
-            url = e.url
-            if filtering and (reason := flt.check(url)) is not None:
-                filtered[reason] += 1
-                continue
-            key = normalize_url(url)
-            if not seen.add(key):
-                res.duplicates += 1
-                continue
-            if queued_any and key in queued:
-                res.already_queued += 1
-                continue
-            prior = idx.get(url) if idx else None
-            if prior is None:
-                new = True
-                score = 0.0
-            else:
-                d = planner.decide(e.lastmod, e.changefreq, e.priority, prior)
-                if not d.due:
-                    res.fresh += 1
-                    res.bytes_saved += prior.get("size") or 0
+    def _remove_unlisted(self, idx: dict[str, dict[str, Any]]) -> None:
+        """URLs of the index the sources no longer list: markdown removed, tombstone kept."""
+        gone = [u for u, e in idx.items()
+                if not e.get("removed") and normalize_url(u) not in self.listed]
+        self.res.removed = len(gone)
+        self.res.removed_sample = gone[:REMOVAL_SAMPLE]
+        if not gone or self.res.dry_run:
+            return
+        layout = OutputLayout(self.site.base_dir, self.s.output, self.site.name)
+
+        def mark(live: dict[str, dict[str, Any]]) -> None:
+            for u in gone:
+                e = live.get(u)
+                if e is None or e.get("removed"):
                     continue
-                new, score = d.new, d.score
-            if limit is not None and res.kept >= limit:
-                res.over_limit += 1
-                continue
-            res.kept += 1
-            entry: dict[str, Any] = {"url": url}
-            if e.lastmod:
-                entry["lastmod"] = e.lastmod
-            if e.changefreq:
-                entry["changefreq"] = e.changefreq
-            if e.priority is not None:
-                entry["priority"] = e.priority
-            if e.title:
-                entry["title"] = e.title
-            if prior:
-                entry["prior"] = {k: prior[k] for k in _CARRY if prior.get(k) is not None}
-            if new:
-                res.new += 1
-                batch.append(entry)
-                if len(batch) >= ticket_size:
-                    flush(batch)
-                    batch = []
-            else:
-                res.due_again += 1
-                stale.append((-score, entry))
-    if batch:
-        flush(batch)
-    complete = not stats.errors and not stats.truncated_files
-    if cache is not None and complete:
-        res.sitemaps_pruned = cache.prune()
-        if res.sitemaps_pruned:
-            log.info("%s: dropped %d kept sitemap copies the source no longer leads to",
-                     site.name, res.sitemaps_pruned)
-    if not dry_run and idx and complete:
-        res.removed = _remove_gone(site, state, wid, observer, idx, seen, now)
-    elif idx and not complete and not dry_run:
-        res.warnings.append("some sitemaps could not be read completely: pages missing from "
-                            "them were NOT treated as removed")
-    stale.sort(key=lambda t: t[0])
-    for i in range(0, len(stale), ticket_size):
-        flush([e for _, e in stale[i:i + ticket_size]])
+                remove_output(layout, e.get("file_path"), self.s.on_removed)
+                tombstone(e, self.now, "not_in_sitemap")
 
-    res.filtered = dict(filtered)
-    res.cross_host, res.invalid = stats.cross_host, stats.invalid_urls
-    res.sitemaps_read = stats.sitemaps_read
-    res.sitemaps_not_modified = stats.not_modified
-    res.warnings = list(stats.errors) + res.warnings
-    res.seconds = time.monotonic() - t0
-    if res.over_limit:
-        res.warnings.append(f"max_urls_per_site={limit} reached: {res.over_limit} URLs left out")
-    if not dry_run:
-        os.sync()  # ticket files were written without per-file fsync; make them durable at once
-        manifest = state.read_manifest()
-        manifest.update({"site": site.name, "sources": list(site.sources),
-                         "base_dir": str(site.base_dir), "updated_at": utcnow()})
-        history = manifest.setdefault("prepares", [])
-        history.append({k: v for k, v in asdict(res).items() if k != "warnings"}
-                       | {"at": now, "run": run, "warnings": res.warnings[:20]})
-        del history[:-20]
-        state.write_manifest(manifest)
-    return res
-
-
-def _remove_gone(site: Site, state: StateDir, wid: str, observer: Observer,
-                 idx: dict[str, dict[str, Any]], seen: UrlSet, now: str) -> int:
-    """URLs of the index that the sources no longer list: markdown removed, tombstone kept."""
-    gone = [u for u, e in idx.items()
-            if not e.get("removed") and normalize_url(u) not in seen]
-    if not gone:
-        return 0
-
-    layout = OutputLayout(site.base_dir, site.settings.output, site.name)
-
-    def mark(live: dict[str, dict[str, Any]]) -> None:
+        url_index.update(self.state, self.wid, self.observer.is_dead, mark, self.site.base_dir)
         for u in gone:
-            e = live.get(u)
-            if e is None or e.get("removed"):
-                continue
-            remove_output(layout, e.get("file_path"), site.settings.on_removed)
-            tombstone(e, now, "not_in_sitemap")
+            log.info("removed (no longer in the sitemap): %s", u, extra={"url": u})
 
-    url_index.update(state, wid, observer.is_dead, mark, site.base_dir)
-    for u in gone:
-        log.info("removed (no longer in the sitemap): %s", u, extra={"url": u})
-    return len(gone)
+    def _record(self, run: str) -> None:
+        """This prepare's figures in manifest.json (the last 20 are kept)."""
+        manifest = self.state.read_manifest()
+        manifest.update({"site": self.site.name, "sources": list(self.site.sources),
+                         "base_dir": str(self.site.base_dir), "updated_at": utcnow()})
+        history = manifest.setdefault("prepares", [])
+        history.append({k: v for k, v in asdict(self.res).items()
+                        if k not in ("warnings", "removed_sample")}
+                       | {"at": self.now, "run": run, "warnings": self.res.warnings[:20]})
+        del history[:-20]
+        self.state.write_manifest(manifest)

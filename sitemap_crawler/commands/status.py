@@ -18,6 +18,16 @@ from sitemap_crawler.protocol.state import StateDir
 from sitemap_crawler.protocol.tickets import TicketQueue
 
 
+def failed_urls(q: TicketQueue) -> int:
+    """URLs in failed/ tickets that used up their retries (what ``resume`` would retry)."""
+    n = 0
+    for name in q.names("failed"):
+        data = q.read("failed", name)
+        if data:
+            n += len(data.get("failures") or {})
+    return n
+
+
 def site_status(site: Site, watch: float = 0.0) -> dict[str, Any]:
     state = StateDir(site.state_dir)
     out: dict[str, Any] = {"site": site.name, "state_dir": str(state.root),
@@ -28,12 +38,7 @@ def site_status(site: Site, watch: float = 0.0) -> dict[str, Any]:
     out["tickets"] = q.counts()
     urls_left = q.remaining_urls()
     out["urls_remaining"] = urls_left
-    failed_urls = 0
-    for name in q.names("failed"):
-        data = q.read("failed", name)
-        if data:
-            failed_urls += len(data.get("failures") or {})
-    out["urls_failed"] = failed_urls
+    out["urls_failed"] = failed_urls(q)
 
     obs = Observer(state.workers, site.settings.crawl_state.heartbeat_timeout)
     workers: list[dict[str, Any]] = []

@@ -184,6 +184,8 @@ def run_site(config_path: Path, site: Site, workers: int) -> Counter[str]:
         for s, h in old.items():
             signal.signal(s, h)
     totals["seconds"] = round(time.monotonic() - t0, 3)  # type: ignore[assignment]
+    if stop.is_set():
+        totals["interrupted"] = 1
     died = [p for p in procs if p.exitcode not in (0, None)]
     if died:
         totals["workers_died"] = len(died)
@@ -205,8 +207,7 @@ def finish_crawl(site: Site, totals: Counter[str], interrupted: bool) -> None:
     url_index.merge(state, wid, observer.is_dead, observer.is_dead, site.base_dir)
     manifest = state.read_manifest()
     history = manifest.setdefault("crawls", [])
-    history.append({"finished_at": utcnow(), "interrupted": interrupted,
-                    **{k: v for k, v in totals.items()}})
+    history.append({"finished_at": utcnow(), **totals, "interrupted": interrupted})
     del history[:-50]
     manifest["last_crawl"] = history[-1]
     state.write_manifest(manifest)

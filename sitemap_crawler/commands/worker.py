@@ -18,6 +18,7 @@ import threading
 import time
 from collections import Counter
 from collections.abc import Callable
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -32,10 +33,12 @@ from sitemap_crawler.convert.markdown import (
 )
 from sitemap_crawler.convert.output import OutputLayout
 from sitemap_crawler.convert.removal import remove_output, tombstone
+from sitemap_crawler.convert.soft_errors import soft_error
 from sitemap_crawler.discover.urls import host_of, normalize_url
 from sitemap_crawler.fetch.charset import decode_html
 from sitemap_crawler.fetch.client import Fetcher, FetchResult
 from sitemap_crawler.frontmatter import read_front_matter
+from sitemap_crawler.protocol.fsutil import atomic_write
 from sitemap_crawler.protocol.heartbeat import Heartbeat, Observer
 from sitemap_crawler.protocol.hostgate import HostGate
 from sitemap_crawler.protocol.journal import Journal, ticket_progress
@@ -49,6 +52,54 @@ events = logging.getLogger("sitemap_crawler.events")
 
 HTML_TYPES = {"text/html", "application/xhtml+xml"}
 EMA_ALPHA = 0.3  # weight of the newest observation in change_frequency (seed 002, phase 4)
+
+
+# Index fields a URL keeps when this visit learns nothing new about its content.
+_CARRY = ("content_hash", "raw_hash", "file_path", "last_changed", "changes_detected",
+          "change_frequency")
+_HISTORY = ("last_changed", "changes_detected", "change_frequency")
+VALIDATORS_LIE = "validators-lie"  # in hosts/<host>/: this host's ETags are not trusted
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What one URL came to, returned by the step that decided it.
+
+    ``kind`` is counted in the stats and logged (new, changed, unchanged_304, removed,
+    skipped:<why>, failed, ...); ``progress`` is the ticket's final word for the URL, or None
+    when it should be tried again (the ticket then goes to failed/ for ``resume``); ``fields``
+    is what url-index.json learns; ``saved`` the bytes a 304 spared.
+    """
+
+    kind: str
+    progress: str | None
+    fields: dict[str, Any]
+    reason: str | None = None
+    saved: int = 0
+
+
+@dataclass(frozen=True)
+class _Document:
+    """A page worth a file: its content hash, title and how to render the file."""
+
+    content_hash: str
+    title: str
+    render: Callable[[], str]
+
+
+def _skip(why: str) -> Outcome:
+    return Outcome(f"skipped:{why}", f"skipped:{why}", {}, why)
+
+
+def _changed(prior: dict[str, Any], now: str) -> dict[str, Any]:
+    """Change tracking for a page whose content changed: count, time, frequency (EMA)."""
+    freq = float(prior.get("change_frequency") or 0.0)
+    last, this = parse_ts(prior.get("last_crawled")), parse_ts(now)
+    if last is not None and this is not None and this > last:
+        observed = 86400.0 / (this - last)  # changes per day over this period
+        freq = EMA_ALPHA * observed + (1 - EMA_ALPHA) * freq
+    return {"changes_detected": int(prior.get("changes_detected") or 0) + 1,
+            "last_changed": now, "change_frequency": round(freq, 6)}
 
 
 def reclaim_dead(state: StateDir, queue: TicketQueue, observer: Observer) -> list[str]:
@@ -90,6 +141,7 @@ class Worker:
         self.stats: Counter[str] = Counter()
         self._pending_report: Counter[str] = Counter()
         self._last_report = time.monotonic()
+        self._validator_trust: dict[str, bool] = {}  # host -> its ETags may be believed
 
     # -- main loop ---------------------------------------------------------------------------
     def run(self) -> Counter[str]:
@@ -198,153 +250,173 @@ class Worker:
         self._count(Counter({"urls": 1, "failed": 1}))
 
     # -- one URL -----------------------------------------------------------------------------
+    # The walk of a URL, top to bottom: fetch -> W1 -> decide (one step returns an Outcome)
+    # -> journal record -> ticket progress.  Nothing mutates an Outcome after its step.
     def _run_url(self, c: Claimed, entry: dict[str, Any]) -> None:
         url = entry["url"]
         prior: dict[str, Any] = entry.get("prior") or {}
-        r = self.fetcher.fetch(url, etag=prior.get("etag"),
-                               last_modified=prior.get("last_modified"))
+        trusted = self._trusts_validators(url, prior)
+        r = self.fetcher.fetch(url, etag=prior.get("etag") if trusted else None,
+                               last_modified=prior.get("last_modified") if trusted else None)
         if r.outcome == "interrupted":
             return
         if not self.queue.owned(c):  # W1
             raise TicketLost(c.ticket_id)
         now = utcnow()
+        out = self._decide(r, url, entry, prior, now)
+        if out.progress is None:  # retryable: the ticket goes to failed/ for `resume`
+            c.failures[url] = out.reason or "error"
+        else:
+            c.done[url] = out.progress
+        rec = self._record(c, entry, prior, r, now, out)
+        self.journal.append(rec)
+        delta = Counter({"urls": 1, out.kind: 1, "bytes": r.bytes_received,
+                         "bytes_saved": out.saved})
+        self.stats.update(delta)
+        self._count(delta)
+        events.info("%s %s", out.kind, url, extra={
+            "worker": self.wid, "ticket": c.ticket_id, "url": url, "status": r.status,
+            "outcome": out.kind, "reason": out.reason, "elapsed": rec["elapsed"]})
+
+    def _decide(self, r: FetchResult, url: str, entry: dict[str, Any], prior: dict[str, Any],
+                now: str) -> Outcome:
+        """Which step decides this URL, by what the fetch came to."""
+        carry = {k: prior[k] for k in _CARRY if k in prior}
+        if r.outcome == "not_modified":
+            return Outcome("unchanged_304", "not_modified", {
+                **carry, "etag": r.etag or prior.get("etag"),
+                "last_modified": r.last_modified or prior.get("last_modified"),
+                "status_code": 304, "size": prior.get("size")},
+                # a 304 saved the whole body: its size is what the last 200 brought
+                saved=int(prior.get("size") or 0))
+        if r.outcome == "ok":
+            return self._store(r, url, entry, prior, carry, now)
+        if r.outcome == "permanent":
+            if r.status in (404, 410):
+                return self._gone(prior, now, f"http_{r.status}", f"permanent:{r.reason}")
+            return Outcome("failed_permanent", f"permanent:{r.reason}", carry, r.reason)
+        if r.outcome == "skipped":
+            return Outcome(f"skipped:{r.reason}", f"skipped:{r.reason}",
+                           {**carry, "skipped": r.reason}, r.reason)
+        return Outcome("failed", None, {**carry, "error": r.reason}, r.reason or "error")
+
+    def _record(self, c: Claimed, entry: dict[str, Any], prior: dict[str, Any],
+                r: FetchResult, now: str, out: Outcome) -> dict[str, Any]:
+        """The journal line for this URL: the fetch's facts, then what the step learnt."""
         rec: dict[str, Any] = {
-            "url": url, "ticket": c.ticket_id, "worker": self.wid, "final": True,
-            "last_crawled": now, "status_code": r.status or None,
-            "first_seen": prior.get("first_seen") or now,
+            "url": entry["url"], "ticket": c.ticket_id, "worker": self.wid,
+            "final": out.progress is not None, "last_crawled": now,
+            "status_code": r.status or None, "first_seen": prior.get("first_seen") or now,
             "bytes": r.bytes_received, "elapsed": round(r.elapsed, 4),
         }
-        if r.final_url != url:
+        if r.final_url != entry["url"]:
             rec["final_url"] = r.final_url
         for k in ("lastmod", "changefreq", "priority"):
             if entry.get(k) is not None:
                 rec[k] = entry[k]
-        kind, done = self._classify(r, url, entry, prior, rec)
-        rec["outcome"] = kind
-        if done is None:  # retryable: not final, the ticket goes to failed/ for `resume`
-            rec["final"] = False
-            rec["failed"] = True
-            c.failures[url] = r.reason or "error"
-        else:
-            c.done[url] = done
-            rec.pop("failed", None)
-        if kind == "unchanged_304":
-            # a 304 saved the whole body: its size is what the last 200 brought
-            rec["size"] = prior.get("size")
-            saved = int(prior.get("size") or 0)
-        else:
-            saved = 0
-            if r.outcome == "ok":
-                rec["size"] = len(r.body)
-        self.journal.append(rec)
-        delta = Counter({"urls": 1, kind: 1, "bytes": r.bytes_received, "bytes_saved": saved})
-        self.stats.update(delta)
-        self._count(delta)
-        events.info("%s %s", kind, url, extra={"worker": self.wid, "ticket": c.ticket_id,
-                                               "url": url, "status": r.status,
-                                               "outcome": kind, "elapsed": rec["elapsed"]})
-
-    def _classify(self, r: FetchResult, url: str, entry: dict[str, Any],
-                  prior: dict[str, Any], rec: dict[str, Any]) -> tuple[str, str | None]:
-        """What happened to this URL: (kind for stats, outcome for the ticket or None)."""
-        carry = {k: prior[k] for k in ("content_hash", "raw_hash", "file_path", "last_changed",
-                                       "changes_detected", "change_frequency") if k in prior}
-        if r.outcome == "not_modified":
-            rec.update(carry)
-            rec["etag"] = r.etag or prior.get("etag")
-            rec["last_modified"] = r.last_modified or prior.get("last_modified")
-            rec["status_code"] = 304
-            return "unchanged_304", "not_modified"
         if r.outcome == "ok":
-            return self._store(r, url, entry, prior, rec, carry)
-        if r.outcome == "permanent":
-            if r.status in (404, 410):
-                self._remove(prior, rec)
-                return ("removed" if prior.get("file_path") else "gone"), f"permanent:{r.reason}"
-            rec.update(carry)
-            return "failed_permanent", f"permanent:{r.reason}"
-        if r.outcome == "skipped":
-            rec.update(carry)
-            rec["skipped"] = r.reason
-            return f"skipped:{r.reason}", f"skipped:{r.reason}"
-        rec.update(carry)
-        rec["error"] = r.reason
-        return "failed", None
+            rec["size"] = len(r.body)
+        rec.update(out.fields)
+        rec["outcome"] = out.kind
+        if out.progress is None:
+            rec["failed"] = True
+        return rec
+
+    def _gone(self, prior: dict[str, Any], now: str, why: str, progress: str) -> Outcome:
+        """A 404/410: remove (or move aside) the markdown and keep a tombstone in the index."""
+        fields: dict[str, Any] = {}
+        tombstone(fields, now, why)
+        if prior.get("file_path"):
+            fields["file_path"] = prior["file_path"]
+            remove_output(self.layout, prior["file_path"], self.s.on_removed)
+            return Outcome("removed", progress, fields, why)
+        return Outcome("gone", progress, fields, why)
 
     def _store(self, r: FetchResult, url: str, entry: dict[str, Any], prior: dict[str, Any],
-               rec: dict[str, Any], carry: dict[str, Any]) -> tuple[str, str | None]:
-        rec["etag"], rec["last_modified"] = r.etag, r.last_modified
-        raw_hash = "sha256:" + hashlib.sha256(r.body).hexdigest()
-        rec["raw_hash"] = raw_hash
-        meta = {"etag": r.etag, "last_modified": r.last_modified}
-        fm = self.s.front_matter
-        if r.content_type in HTML_TYPES:
-            text, _enc = decode_html(r.body, r.headers.get("content-type"))
-            page = html_to_markdown(text, r.final_url)
-            noindex = page.noindex or parse_robots_directives(r.headers.get("x-robots-tag", ""))[0]
-            if noindex:
-                rec.update(carry)
-                return "skipped:noindex", "skipped:noindex"
-            if page.canonical and normalize_url(page.canonical) not in (
-                    normalize_url(url), normalize_url(r.final_url)) \
-                    and host_of(page.canonical) == host_of(url):
-                rec.update(carry)
-                rec["canonical"] = page.canonical
-                return "skipped:non_canonical", "skipped:non_canonical"
-            if page.text_chars < self.s.min_content_chars:
-                rec.update(carry)
-                return "skipped:too_short", "skipped:too_short"
-            content_hash = page.content_hash
-            title = page.title or entry.get("title") or ""
-
-            def render() -> str:
-                return render_document(page, url=url, final_url=r.final_url, status=r.status,
-                                       fetched_at=rec["last_crawled"],
-                                       extra={k: v for k, v in meta.items() if v},
-                                       front_matter_enabled=fm)
-        else:
-            text = r.body.decode("utf-8", errors="replace")
-            content_hash = normalized_hash(text)
-            title = entry.get("title") or text_title(text)
-
-            def render() -> str:
-                return text_document(text, url=url, final_url=r.final_url, status=r.status,
-                                     fetched_at=rec["last_crawled"], title=title,
-                                     extra={k: v for k, v in meta.items() if v},
-                                     front_matter_enabled=fm)
-        rec["content_hash"] = content_hash
-        rec["title"] = title
+               carry: dict[str, Any], now: str) -> Outcome:
+        """A 200: convert, refuse what is not a real page, write only what changed."""
+        fetched = {"etag": r.etag, "last_modified": r.last_modified,
+                   "raw_hash": "sha256:" + hashlib.sha256(r.body).hexdigest()}
+        doc = self._document(r, url, entry, now)
+        if isinstance(doc, Outcome):
+            if doc.progress is None:  # not the page: learn nothing from this answer
+                return replace(doc, fields={**carry, **doc.fields})
+            return replace(doc, fields={**fetched, **carry, **doc.fields})
+        fields: dict[str, Any] = {**fetched, "content_hash": doc.content_hash,
+                                  "title": doc.title}
         path = self._path_for(url, prior)
-        rec["file_path"] = path.as_posix()
-        full = self.site.base_dir / path
+        fields["file_path"] = path.as_posix()
         old_hash = prior.get("content_hash")
-        if old_hash == content_hash and full.exists():
-            rec.update({k: carry[k] for k in ("last_changed", "changes_detected",
-                                              "change_frequency") if k in carry})
-            return "unchanged_hash", "unchanged"
+        if old_hash == doc.content_hash and (self.site.base_dir / path).exists():
+            history = {k: carry[k] for k in _HISTORY if k in carry}
+            return Outcome("unchanged_hash", "unchanged", {**fields, **history})
         if old_hash and prior.get("etag") and r.etag == prior.get("etag"):
-            log.warning("%s: the ETag did not change but the content did; trusting the content",
-                        url, extra={"worker": self.wid, "url": url})
-            rec["validators_lie"] = True
-        self.layout.write_if_changed(path, render())  # refuses paths outside base_dir
+            self._distrust_validators(url)
+            fields["validators_lie"] = True
+        self.layout.write_if_changed(path, doc.render())  # refuses paths outside base_dir
         if not old_hash:
-            rec["last_changed"] = rec["last_crawled"]
-            rec["changes_detected"] = 0
-            rec["change_frequency"] = 0.0
-            return "new", "ok"
-        self._track_change(prior, rec)
-        return "changed", "ok"
+            return Outcome("new", "ok", {**fields, "last_changed": now, "changes_detected": 0,
+                                         "change_frequency": 0.0})
+        return Outcome("changed", "ok", {**fields, **_changed(prior, now)})
 
-    def _track_change(self, prior: dict[str, Any], rec: dict[str, Any]) -> None:
-        rec["changes_detected"] = int(prior.get("changes_detected") or 0) + 1
-        rec["last_changed"] = rec["last_crawled"]
-        freq = float(prior.get("change_frequency") or 0.0)
-        last = parse_ts(prior.get("last_crawled"))
-        now = parse_ts(rec["last_crawled"])
-        if last is not None and now is not None and now > last:
-            observed = 86400.0 / (now - last)  # changes per day over this period
-            freq = EMA_ALPHA * observed + (1 - EMA_ALPHA) * freq
-        rec["change_frequency"] = round(freq, 6)
+    def _document(self, r: FetchResult, url: str, entry: dict[str, Any],
+                  now: str) -> _Document | Outcome:
+        """The markdown file to write for a 200 body, or why there is none."""
+        meta = {k: v for k, v in (("etag", r.etag), ("last_modified", r.last_modified)) if v}
+        fm = self.s.front_matter
+        if r.content_type not in HTML_TYPES:
+            text = r.body.decode("utf-8", errors="replace")
+            title = entry.get("title") or text_title(text)
+            return _Document(normalized_hash(text), title, lambda: text_document(
+                text, url=url, final_url=r.final_url, status=r.status, fetched_at=now,
+                title=title, extra=meta, front_matter_enabled=fm))
+        html, _enc = decode_html(r.body, r.headers.get("content-type"))
+        page = html_to_markdown(html, r.final_url)
+        if page.noindex or parse_robots_directives(r.headers.get("x-robots-tag", ""))[0]:
+            return _skip("noindex")
+        if page.canonical and normalize_url(page.canonical) not in (
+                normalize_url(url), normalize_url(r.final_url)) \
+                and host_of(page.canonical) == host_of(url):
+            return replace(_skip("non_canonical"), fields={"canonical": page.canonical})
+        soft = soft_error(page.title, page.markdown, page.text_chars)
+        if soft is not None:
+            # Not the page: keep whatever good file there is, and try again later.
+            log.warning("%s: answered 200 with a %s, not the page; kept the last good file "
+                        "and will retry", url, soft.replace("_", " "),
+                        extra={"worker": self.wid, "url": url})
+            return Outcome("failed", None, {"error": soft}, soft)
+        if page.text_chars < self.s.min_content_chars:
+            return _skip("too_short")
+        return _Document(page.content_hash, page.title or entry.get("title") or "",
+                         lambda: render_document(page, url=url, final_url=r.final_url,
+                                                 status=r.status, fetched_at=now, extra=meta,
+                                                 front_matter_enabled=fm))
+
+    # -- validators that lie -----------------------------------------------------------------
+    def _trusts_validators(self, url: str, prior: dict[str, Any]) -> bool:
+        """False once this host was seen sending an unchanged ETag with changed content:
+        then every page of it is fetched in full and compared by hash (a 304 from such a
+        host could hide a change).  The mark is a file in the host's state directory, so
+        every worker on every machine and every later crawl sees it."""
+        if prior.get("validators_lie"):
+            return False
+        host = host_of(url)
+        known = self._validator_trust.get(host)
+        if known is None:
+            known = not (self.state.hosts / host / VALIDATORS_LIE).exists()
+            self._validator_trust[host] = known
+        return known
+
+    def _distrust_validators(self, url: str) -> None:
+        host = host_of(url)
+        if self._validator_trust.get(host) is False:
+            return
+        self._validator_trust[host] = False
+        log.warning("%s: the ETag did not change but the content did; %s's validators are no "
+                    "longer trusted (pages are fetched in full and compared by hash)", url, host,
+                    extra={"worker": self.wid, "url": url})
+        (self.state.hosts / host).mkdir(parents=True, exist_ok=True)
+        atomic_write(self.state.hosts / host / VALIDATORS_LIE, f"{url}\n".encode())
 
     def _path_for(self, url: str, prior: dict[str, Any]) -> Path:
         if prior.get("file_path"):
@@ -357,13 +429,6 @@ class Worker:
         meta = read_front_matter(self.site.base_dir / rel)
         url = meta.get("url") if meta else None
         return url if isinstance(url, str) else None
-
-    def _remove(self, prior: dict[str, Any], rec: dict[str, Any]) -> None:
-        """A 404/410: remove (or move aside) the markdown and keep a tombstone in the index."""
-        tombstone(rec, rec["last_crawled"], f"http_{rec.get('status_code')}")
-        if prior.get("file_path"):
-            rec["file_path"] = prior["file_path"]
-            remove_output(self.layout, prior["file_path"], self.s.on_removed)
 
     # -- progress ----------------------------------------------------------------------------
     def _count(self, delta: Counter[str]) -> None:
