@@ -108,6 +108,17 @@ class _Answer:
     mime: str = ""
 
 
+@dataclass(frozen=True)
+class _Try:
+    """One attempt at a URL hop: final (an answer to judge, or None when the result already
+    holds the outcome), or the reason to try again and the server's Retry-After."""
+
+    final: bool = False
+    answer: _Answer | None = None
+    reason: str = ""
+    retry_after: float | None = None
+
+
 def host_key(url: str) -> str:
     """The politeness unit: ``host`` or ``host:port`` when the port is not the default."""
     parts = urlsplit(url)
@@ -286,53 +297,66 @@ class Fetcher:
         """One URL hop with retries. Returns the answer to judge, or None when ``res`` already
         holds the outcome (robots, retries exhausted)."""
         host = host_key(url)
-        s = self.settings
-        reason = "unknown"
-        for attempt in range(s.max_retries + 1):
+        retries = self.settings.max_retries
+        for attempt in range(retries + 1):
             self._wait_for_host(host)
-            retry_after: float | None = None
-            delay = s.delay_for(None)
-            verdict = "allowed"
-            if s.respect_robots_txt:
-                verdict = self.robots.verdict(url, retry_errors=attempt > 0)
-                if verdict == "disallowed":
-                    self._end(res, "skipped", "robots")
-                    return None
-                if verdict == "allowed":
-                    delay = s.delay_for(self.robots.crawl_delay(url))
+            t = self._attempt(res, url, host, cond, retry=attempt > 0)
+            if t.final:
+                return t.answer
+            if attempt < retries:
+                self._pause(url, host, attempt, t)
+        self._give_up(res, host, t.reason)
+        return None
+
+    def _attempt(self, res: FetchResult, url: str, host: str, cond: dict[str, str], *,
+                 retry: bool) -> _Try:
+        """One try: robots.txt's word, then the request; final, or why to try again."""
+        s = self.settings
+        delay = s.delay_for(None)
+        if s.respect_robots_txt:
+            verdict = self.robots.verdict(url, retry_errors=retry)
+            if verdict == "disallowed":
+                self._end(res, "skipped", "robots")
+                return _Try(final=True)
             if verdict == "unavailable":
-                reason = "robots_unavailable"
-            else:
-                answer = self._request(res, url, host, delay, cond)
-                res.status = answer.status
-                if answer.status == 0:
-                    reason = answer.error or "network_error"
-                elif answer.status in RETRY_STATUS:
-                    reason = f"http_{answer.status}"
-                    res.headers = answer.headers
-                    if answer.status in (429, 503):
-                        retry_after = parse_retry_after(answer.headers.get("retry-after"),
-                                                        answer.headers.get("date"))
-                else:
-                    if answer.status > 0:  # the host answered: it is alive (patience)
-                        self.gate.record_success(host)
-                    return answer
-            if attempt == s.max_retries:
-                break
-            wait = self._backoff(attempt) if retry_after is None else retry_after
-            wait = min(wait, s.max_backoff)
-            log.info("%s: %s, retry %d in %.1fs", url, reason, attempt + 1, wait)
-            if reason == "http_429" or retry_after is not None or attempt >= 1:
-                self.gate.block(host, wait, reason)  # everyone waits; _wait_for_host obeys it
-            elif self.stop.wait(wait):
-                raise Interrupted
+                return _Try(reason="robots_unavailable")
+            delay = s.delay_for(self.robots.crawl_delay(url))
+        answer = self._request(res, url, host, delay, cond)
+        res.status = answer.status
+        if answer.status == 0:
+            return _Try(reason=answer.error or "network_error")
+        if answer.status in RETRY_STATUS:
+            res.headers = answer.headers
+            retry_after = None
+            if answer.status in (429, 503):
+                retry_after = parse_retry_after(answer.headers.get("retry-after"),
+                                                answer.headers.get("date"))
+            return _Try(reason=f"http_{answer.status}", retry_after=retry_after)
+        if answer.status > 0:  # the host answered: it is alive (patience)
+            self.gate.record_success(host)
+        return _Try(final=True, answer=answer)
+
+    def _pause(self, url: str, host: str, attempt: int, t: _Try) -> None:
+        """Wait before the next try: Retry-After if the server gave one, else backoff with
+        jitter; from the second retry on (or on 429) every worker waits too (a host block)."""
+        s = self.settings
+        wait = self._backoff(attempt) if t.retry_after is None else t.retry_after
+        wait = min(wait, s.max_backoff)
+        log.info("%s: %s, retry %d in %.1fs", url, t.reason, attempt + 1, wait)
+        if t.reason == "http_429" or t.retry_after is not None or attempt >= 1:
+            self.gate.block(host, wait, t.reason)  # everyone waits; _wait_for_host obeys it
+        elif self.stop.wait(wait):
+            raise Interrupted
+
+    def _give_up(self, res: FetchResult, host: str, reason: str) -> None:
+        """Retries used up: a retryable failure, counted against the host's patience."""
+        s = self.settings
         self._end(res, "retryable", reason)
         failures = self.gate.record_failure(host)
         if s.patience and failures >= s.patience:
             log.warning("%s: %d URLs in a row failed; giving up on the host for %.0fs",
                         host, s.patience, s.max_backoff)
             self.gate.block(host, s.max_backoff, "gave_up")
-        return None
 
     def _backoff(self, attempt: int) -> float:
         """Exponential backoff with full jitter (AWS architecture blog's "full jitter")."""
