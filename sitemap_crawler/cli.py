@@ -166,7 +166,7 @@ def status(
 def _work(names: list[str], workers: int) -> int:
     """Work on the sites; the exit code says how it ended (see the module docstring)."""
     from sitemap_crawler.commands.status import failed_urls
-    from sitemap_crawler.commands.work import run_site, summary
+    from sitemap_crawler.commands.work import has_work, run_site, summary
     from sitemap_crawler.protocol.state import StateDir
     from sitemap_crawler.protocol.tickets import TicketQueue
 
@@ -184,7 +184,7 @@ def _work(names: list[str], workers: int) -> int:
                                 f"{site.name})")
             continue
         queue = TicketQueue(state, "cli")
-        if queue.has_work():
+        if has_work(site):
             totals = run_site(cfg.path, site, workers)
             ran += 1
             typer.echo(summary(site.name, totals))

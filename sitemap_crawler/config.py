@@ -90,6 +90,12 @@ class Settings:
     recrawl_interval: Duration = Duration(0)
     smart_sample: int = 20
     smart_threshold: float = 0.3
+    # link following (seed 004): off unless follow_links; see discover/links.py
+    follow_links: bool = False
+    max_depth: int = 3
+    scope: str = "host"  # host | subdomains | a URL prefix
+    do_not_crawl: tuple[str, ...] = ()
+    strip_params: tuple[str, ...] = ()
     crawl_state: CrawlState = field(default_factory=CrawlState)
 
     def delay_for(self, robots_delay: float | None) -> float:
@@ -203,6 +209,8 @@ def _coerce(value: Any, typ: Any, key: str, path: Path) -> Any:
         if isinstance(value, str):
             return value
         raise bad("a string")
+    if typ == tuple[str, ...]:
+        return _str_list(value, key, path)
     raise AssertionError(f"unhandled config type {typ}")
 
 
@@ -228,6 +236,10 @@ def _build(cls: type, raw: Any, key: str, path: Path, base: Any = None) -> Any:
             raise ConfigError(f"{path}: {sub}: expected one of {', '.join(_CHOICES[k])}, got {v!r}")
         if k in _POSITIVE and values[k] <= 0:
             raise ConfigError(f"{path}: {sub}: must be greater than 0, got {v!r}")
+        if k == "scope" and values[k] not in ("host", "subdomains") \
+                and not re.match(r"^https?://[^/\s]+", values[k]):
+            raise ConfigError(f"{path}: {sub}: expected host, subdomains or a URL prefix "
+                              f"(https://...), got {v!r}")
     obj = dataclasses.replace(base, **values) if base is not None else cls(**values)
     return obj
 

@@ -8,37 +8,53 @@ that are due again on a re-crawl are held back, to be ordered by priority after 
 Idempotent: URLs already waiting in pending/claimed/failed tickets are loaded into the dedupe
 set first, so running prepare twice adds no duplicate work.
 
+With ``follow_links`` the sources themselves are the depth-0 seeds, the site's sitemaps and
+llms.txt (if it has any) add depth-0 URLs, and the URLs found by following links (the index
+remembers their depth) are planned again like any other; the frontier (protocol/frontier.py)
+finds the rest while the workers run.  Every URL prepare tickets is first marked queued in
+the index, so a link to it found meanwhile does not ticket it twice.
+
 Removals need positive evidence (P1): a URL of the index loses its markdown here only when
 the sources were read completely (no fetch error, no truncated file, no feed — a feed lists
 recent items, not the site) and the URL is no longer *listed* in them.  Listed means in the
 sources at all: a URL that a filter, ``max_urls_per_site`` or the dedupe left out is still
 listed, so a config change never deletes a file.  ``--dry-run`` reports what would go.
+
+Rounds (R1): a prepare that finds the last round unfinished (tickets still pending or
+claimed) completes it instead of starting over: URLs crawled since that round's prepare are
+not queued again.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import os
 import secrets
 import time
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field
 from typing import Any
+from urllib.parse import urlsplit
 
 import httpx
 
 from sitemap_crawler.commands.plan import Planner
 from sitemap_crawler.commands.smart import sample_changes
+from sitemap_crawler.commands.worker import frontier_for
 from sitemap_crawler.config import Site
 from sitemap_crawler.convert.output import OutputLayout
 from sitemap_crawler.convert.removal import remove_output, tombstone
+from sitemap_crawler.discover.links import LinkRules
 from sitemap_crawler.discover.sitemap import Entry
 from sitemap_crawler.discover.sitemapcache import SitemapCache
 from sitemap_crawler.discover.sources import DiscoveryStats, discover
 from sitemap_crawler.discover.urls import UrlFilter, UrlSet, normalize_url
+from sitemap_crawler.errors import DiscoveryError
 from sitemap_crawler.fetch.decoding import ACCEPT_ENCODING
 from sitemap_crawler.protocol import index as url_index
+from sitemap_crawler.protocol.frontier import QUEUED
 from sitemap_crawler.protocol.heartbeat import Observer
 from sitemap_crawler.protocol.hostgate import HostGate
 from sitemap_crawler.protocol.state import StateDir, new_worker_id
@@ -81,6 +97,7 @@ class PrepareResult:
     sitemaps_not_modified: int = 0  # sitemaps answered 304 and read from the kept copy
     sitemaps_pruned: int = 0  # kept copies of sitemaps the source no longer leads to
     tickets_pruned: int = 0  # completed tickets older than crawl_state.keep_completed
+    done_in_round: int = 0  # crawled since the unfinished round's prepare: not queued again
 
     def summary(self) -> str:
         filt = sum(self.filtered.values())
@@ -92,7 +109,10 @@ class PrepareResult:
                 f"{unchanged}; "
                 f"{filt} filtered, {self.duplicates} duplicate, {self.cross_host} other-host, "
                 f"{self.invalid} invalid, {self.already_queued} already queued, "
-                f"{self.fresh} fresh; {verb} {self.tickets} tickets for {self.kept} URLs "
+                f"{self.fresh} fresh"
+                + (f", {self.done_in_round} done in the unfinished crawl"
+                   if self.done_in_round else "")
+                + f"; {verb} {self.tickets} tickets for {self.kept} URLs "
                 f"({self.new} new, {self.due_again} due again)"
                 + (f"; {self.removed} {gone}" if self.removed else "")
                 + (f"; {self.bytes_saved / 1e6:.1f} MB not downloaded (fresh per the sitemap)"
@@ -116,14 +136,22 @@ def prepare(site: Site, *, dry_run: bool = False, full: bool = False,
 
 
 class _Tickets:
-    """Entries -> ticket files of ``ticket_size`` URLs: new URLs at once, due ones by score."""
+    """Entries -> ticket files of ``ticket_size`` URLs: new URLs at once, due ones by score.
 
-    def __init__(self, site: Site, queue: TicketQueue, res: PrepareResult, now: str) -> None:
+    With ``hold`` nothing is written before :meth:`close`, which first shows every entry to
+    ``before_write`` (link following marks them queued in the index first).
+    """
+
+    def __init__(self, site: Site, queue: TicketQueue, res: PrepareResult, now: str, *,
+                 hold: bool = False) -> None:
         self.site, self.queue, self.res, self.now = site, queue, res, now
         self.size = site.settings.crawl_state.ticket_size
         self.run = time.strftime("%Y%m%dT%H%M%S", time.gmtime()) + secrets.token_hex(2)
         self.batch: list[dict[str, Any]] = []
         self.stale: list[tuple[float, dict[str, Any]]] = []
+        self.hold = hold
+        self.held: list[list[dict[str, Any]]] = []
+        self.written = 0
 
     def add_new(self, entry: dict[str, Any]) -> None:
         self.batch.append(entry)
@@ -134,7 +162,7 @@ class _Tickets:
     def add_due(self, score: float, entry: dict[str, Any]) -> None:
         self.stale.append((-score, entry))
 
-    def close(self) -> None:
+    def close(self, before_write: Callable[[list[dict[str, Any]]], None] | None = None) -> None:
         if self.batch:
             self._write(self.batch)
             self.batch = []
@@ -142,13 +170,25 @@ class _Tickets:
         for i in range(0, len(self.stale), self.size):
             self._write([e for _, e in self.stale[i:i + self.size]])
         self.stale = []
+        held, self.held, self.hold = self.held, [], False
+        if held and before_write is not None and not self.res.dry_run:
+            before_write([e for t in held for e in t])
+        for entries in held:
+            self._put(entries)
 
     def _write(self, entries: list[dict[str, Any]]) -> None:
         self.res.tickets += 1
+        if self.hold:
+            self.held.append(entries)
+        else:
+            self._put(entries)
+
+    def _put(self, entries: list[dict[str, Any]]) -> None:
+        self.written += 1
         if self.res.dry_run:
             return
         self.queue.add({
-            "ticket_id": f"{self.run}-{self.res.tickets:05d}", "site": self.site.name,
+            "ticket_id": f"{self.run}-{self.written:05d}", "site": self.site.name,
             "created_at": self.now, "last_seen": self.now, "gen": 0, "urls": entries,
             "size": len(entries), "claimed_by": None, "claimed_at": None,
             "completed_at": None,
@@ -172,6 +212,7 @@ class _Prepare:
         # Every URL the sources list, filtered or not (P1); without filters that is ``seen``.
         self.listed = UrlSet() if self.filtering else self.seen
         self.filtered: Counter[str] = Counter()
+        self.rules = LinkRules(self.s, site.sources) if self.s.follow_links else None
 
     def run(self, progress: Callable[[str], None] | None) -> PrepareResult:
         t0 = time.monotonic()
@@ -183,15 +224,21 @@ class _Prepare:
         for u in queue.pending_urls():
             self.queued.add(normalize_url(u))
         self.queued_any = len(self.queued) > 0
+        self.round_at = self._unfinished_round(queue)
         planner = Planner(self.s, full=self._full_crawl(idx))
-        tickets = _Tickets(self.site, queue, res, self.now)
+        tickets = _Tickets(self.site, queue, res, self.now, hold=self.rules is not None)
         stats = DiscoveryStats()
         cache = (SitemapCache(self.state.root / "sitemaps")
                  if self.s.cache_sitemaps and not dry_run else None)
         with http_client(self.site) as client:
-            for e in discover(self.site.sources, self.s, client, stats, progress, cache):
+            entries = (self._seeds(client, stats, progress, cache) if self.rules is not None
+                       else discover(self.site.sources, self.s, client, stats, progress, cache))
+            for e in entries:
                 self._admit(e, idx, planner, tickets)
-        tickets.close()  # due-again URLs go after the new ones, by score
+        if self.rules is not None:
+            self._replan_found(idx, planner, tickets)
+        # due-again URLs go after the new ones, by score; link following marks them queued
+        tickets.close(self._mark_queued if self.rules is not None else None)
         complete = not stats.errors and not stats.truncated_files
         if cache is not None and complete:
             res.sitemaps_pruned = cache.prune()
@@ -199,7 +246,9 @@ class _Prepare:
                 log.info("%s: dropped %d kept sitemap copies the source no longer leads to",
                          self.site.name, res.sitemaps_pruned)
         partial = [s.url for s in stats.sources if s.kind not in _COMPLETE_KINDS]
-        if idx and complete and not partial:
+        if self.rules is not None:
+            pass  # a link-following site has no complete listing: 404/410 is the evidence
+        elif idx and complete and not partial:
             self._remove_unlisted(idx)
         elif idx and not complete:
             res.warnings.append("some sitemaps could not be read completely: pages missing "
@@ -227,8 +276,69 @@ class _Prepare:
                 return {}
             return url_index.load_or_rebuild(self.state, self.site.base_dir)
         self.state.ensure()
+        frontier = frontier_for(self.site, self.state) if self.rules is not None else None
         return url_index.merged_index(self.state, self.wid, self.observer.is_dead,
-                                      self.site.base_dir)
+                                      self.site.base_dir, frontier)
+
+    # -- link following ----------------------------------------------------------------------
+    def _seeds(self, client: httpx.Client, stats: DiscoveryStats,
+               progress: Callable[[str], None] | None,
+               cache: SitemapCache | None) -> Iterator[Entry]:
+        """The sources at depth 0, then the URLs of the site's sitemaps/llms.txt if it has
+        any (a site without one is what link following is for: that is not an error)."""
+        assert self.rules is not None
+        origins: list[str] = []
+        for src in self.site.sources:
+            url = self.rules.clean(src) or src
+            yield Entry(url, None, None, None, source=src)
+            p = urlsplit(src)
+            origin = f"{p.scheme}://{p.netloc}/"
+            listing = p.path.endswith((".xml", ".gz", ".txt"))
+            for o in ([src] if listing else [origin]):
+                if o not in origins:
+                    origins.append(o)
+        for o in origins:
+            try:
+                for e in discover([o], self.s, client, stats, progress, cache):
+                    url = self.rules.clean(e.url)
+                    if url is not None:
+                        yield dataclasses.replace(e, url=url)
+            except DiscoveryError as e:
+                log.info("%s: %s; following links from the source", self.site.name, e)
+
+    def _replan_found(self, idx: dict[str, dict[str, Any]], planner: Planner,
+                      tickets: _Tickets) -> None:
+        """URLs found by following links on earlier crawls: due again like any other."""
+        for url, e in idx.items():
+            if "depth" in e and not e.get("removed") and normalize_url(url) not in self.seen:
+                self.res.found -= 1  # not found by discovery: do not count it as found
+                self._admit(Entry(url, None, None, None, source="links"), idx, planner,
+                            tickets, depth=int(e["depth"]))
+
+    def _mark_queued(self, entries: list[dict[str, Any]]) -> None:
+        """Before their tickets exist: the index knows these URLs, so the frontier does not
+        ticket them again when a page links to them (protocol/frontier.py F1)."""
+        def mark(live: dict[str, dict[str, Any]]) -> None:
+            for e in entries:
+                if e["url"] not in live:
+                    live[e["url"]] = {"outcome": QUEUED, "depth": e.get("depth", 0),
+                                      "first_seen": self.now}
+
+        url_index.update(self.state, self.wid, self.observer.is_dead, mark, self.site.base_dir)
+
+    def _unfinished_round(self, queue: TicketQueue) -> str | None:
+        """When the last round still has tickets pending or claimed (a crash, a Ctrl+C, a
+        machine still working), when that round's prepare ran; else None (R1).
+
+        A crawl after a crash finishes the round it interrupted: a URL crawled since that
+        prepare is not queued again, so the next command redoes at most what was in flight.
+        ``--full`` starts a new round regardless.
+        """
+        if self.full or not queue.has_work():
+            return None
+        prepares = self.state.read_manifest().get("prepares") or []
+        at = prepares[-1].get("at") if prepares else None
+        return at if isinstance(at, str) else None
 
     def _full_crawl(self, idx: dict[str, dict[str, Any]]) -> bool:
         """--full, or crawl_mode smart whose sample says that enough changed."""
@@ -245,7 +355,7 @@ class _Prepare:
         return full
 
     def _admit(self, e: Entry, idx: dict[str, dict[str, Any]], planner: Planner,
-               tickets: _Tickets) -> None:
+               tickets: _Tickets, depth: int = 0) -> None:
         """One discovered URL: filtered, duplicate, queued, fresh, over the cap, or a ticket."""
         res = self.res
         res.found += 1
@@ -264,6 +374,10 @@ class _Prepare:
             return
         prior = idx.get(url) if idx else None
         new, score = True, 0.0
+        if prior is not None and self.round_at is not None \
+                and (prior.get("last_crawled") or "") >= self.round_at:
+            res.done_in_round += 1  # R1: crawled since this round began; not again
+            return
         if prior is not None:
             d = planner.decide(e.lastmod, e.changefreq, e.priority, prior)
             if not d.due:
@@ -280,6 +394,8 @@ class _Prepare:
         for k in ("lastmod", "changefreq", "priority", "title"):
             if (v := getattr(e, k)) is not None and v != "":
                 entry[k] = v
+        if self.rules is not None:
+            entry["depth"] = depth
         if prior:
             entry["prior"] = {k: prior[k] for k in _CARRY if prior.get(k) is not None}
         if new:

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from sitemap_crawler import logs
+from sitemap_crawler.commands.worker import fold_links, frontier_for
 from sitemap_crawler.config import Site, load_config
 from sitemap_crawler.errors import CrawlError
 from sitemap_crawler.protocol import index as url_index
@@ -204,7 +205,8 @@ def finish_crawl(site: Site, totals: Counter[str], interrupted: bool) -> None:
     state = StateDir(site.state_dir)
     observer = Observer(state.workers, site.settings.crawl_state.heartbeat_timeout)
     wid = new_worker_id()
-    url_index.merge(state, wid, observer.is_dead, observer.is_dead, site.base_dir)
+    frontier = frontier_for(site, state) if site.settings.follow_links else None
+    url_index.merge(state, wid, observer.is_dead, observer.is_dead, site.base_dir, frontier)
     manifest = state.read_manifest()
     history = manifest.setdefault("crawls", [])
     history.append({"finished_at": utcnow(), **totals, "interrupted": interrupted})
@@ -226,3 +228,13 @@ def summary(site: str, t: Counter[str]) -> str:
             f"failed {failed}, skipped {sum(skipped.values())} ({skip_txt}); "
             f"{t['bytes'] / 1e6:.1f} MB downloaded, {t['bytes_saved'] / 1e6:.1f} MB saved by "
             "conditional requests")
+
+
+def has_work(site: Site) -> bool:
+    """Tickets left to claim; for a link-following site after folding the links that
+    workers left in their journals (a worker killed before its last fold, F3)."""
+    state = StateDir(site.state_dir)
+    if site.settings.follow_links:
+        observer = Observer(state.workers, site.settings.crawl_state.heartbeat_timeout)
+        fold_links(site, state, new_worker_id(), observer.is_dead)
+    return TicketQueue(state, "runner").has_work()

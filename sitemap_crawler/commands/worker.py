@@ -34,14 +34,18 @@ from sitemap_crawler.convert.markdown import (
 from sitemap_crawler.convert.output import OutputLayout
 from sitemap_crawler.convert.removal import remove_output, tombstone
 from sitemap_crawler.convert.soft_errors import soft_error
+from sitemap_crawler.discover.links import LinkRules, page_links
 from sitemap_crawler.discover.urls import host_of, normalize_url
+from sitemap_crawler.errors import CrawlError
 from sitemap_crawler.fetch.charset import decode_html
 from sitemap_crawler.fetch.client import Fetcher, FetchResult
 from sitemap_crawler.frontmatter import read_front_matter
+from sitemap_crawler.protocol import index as url_index
+from sitemap_crawler.protocol.frontier import Frontier
 from sitemap_crawler.protocol.fsutil import atomic_write
 from sitemap_crawler.protocol.heartbeat import Heartbeat, Observer
 from sitemap_crawler.protocol.hostgate import HostGate
-from sitemap_crawler.protocol.journal import Journal, ticket_progress
+from sitemap_crawler.protocol.journal import Journal, journal_files, ticket_progress
 from sitemap_crawler.protocol.state import StateDir
 from sitemap_crawler.protocol.tickets import Claimed, TicketQueue
 from sitemap_crawler.timestamps import parse_ts, utcnow
@@ -85,6 +89,31 @@ class _Document:
     content_hash: str
     title: str
     render: Callable[[], str]
+
+
+def frontier_for(site: Site, state: StateDir) -> Frontier:
+    """The frontier of a link-following site (protocol/frontier.py)."""
+    s = site.settings
+    return Frontier(state, site.name, cap=s.max_urls_per_site,
+                    ticket_size=s.crawl_state.ticket_size, key=normalize_url)
+
+
+def fold_links(site: Site, state: StateDir, worker_id: str,
+               is_dead: Callable[[str], bool]) -> int:
+    """Fold every journal into the index and its links into tickets (F1); the number of new
+    URLs.  No journal is deleted here: workers are running."""
+    frontier = frontier_for(site, state)
+    url_index.merge(state, worker_id, is_dead, lambda _w: False, site.base_dir, frontier)
+    return frontier.added
+
+
+def journal_sizes(state: StateDir) -> dict[str, int]:
+    """Journal name -> size: a cheap look at whether any worker recorded something new."""
+    out: dict[str, int] = {}
+    for path in journal_files(state.journal):
+        with contextlib.suppress(FileNotFoundError):
+            out[path.name] = path.stat().st_size
+    return out
 
 
 def _skip(why: str) -> Outcome:
@@ -142,6 +171,11 @@ class Worker:
         self._pending_report: Counter[str] = Counter()
         self._last_report = time.monotonic()
         self._validator_trust: dict[str, bool] = {}  # host -> its ETags may be believed
+        # link following: the rules, the links this process already journaled, and the
+        # journal sizes at its last fold (protocol/frontier.py F3)
+        self.rules = LinkRules(self.s, site.sources) if self.s.follow_links else None
+        self._linked: set[str] = set()
+        self._folded_at: dict[str, int] | None = None
 
     # -- main loop ---------------------------------------------------------------------------
     def run(self) -> Counter[str]:
@@ -184,6 +218,8 @@ class Worker:
             self.stats["reclaimed_from_dead"] += len(dead)
             if dead:
                 continue
+            if self.rules is not None and self._fold():
+                continue  # the links found so far made new tickets
             if not self.queue.has_work():
                 return
             # Others still hold tickets: look again soon (they may finish, or die and need
@@ -311,7 +347,7 @@ class Worker:
         }
         if r.final_url != entry["url"]:
             rec["final_url"] = r.final_url
-        for k in ("lastmod", "changefreq", "priority"):
+        for k in ("lastmod", "changefreq", "priority", "depth"):
             if entry.get(k) is not None:
                 rec[k] = entry[k]
         if r.outcome == "ok":
@@ -337,7 +373,9 @@ class Worker:
         """A 200: convert, refuse what is not a real page, write only what changed."""
         fetched = {"etag": r.etag, "last_modified": r.last_modified,
                    "raw_hash": "sha256:" + hashlib.sha256(r.body).hexdigest()}
-        doc = self._document(r, url, entry, now)
+        doc, links = self._document(r, url, entry, now)
+        if links:
+            fetched["links"] = links  # protocol/frontier.py turns them into tickets
         if isinstance(doc, Outcome):
             if doc.progress is None:  # not the page: learn nothing from this answer
                 return replace(doc, fields={**carry, **doc.fields})
@@ -360,8 +398,9 @@ class Worker:
         return Outcome("changed", "ok", {**fields, **_changed(prior, now)})
 
     def _document(self, r: FetchResult, url: str, entry: dict[str, Any],
-                  now: str) -> _Document | Outcome:
-        """The markdown file to write for a 200 body, or why there is none."""
+                  now: str) -> tuple[_Document | Outcome, list[str]]:
+        """The markdown file to write for a 200 body (or why there is none), and the links
+        to follow from it."""
         meta = {k: v for k, v in (("etag", r.etag), ("last_modified", r.last_modified)) if v}
         fm = self.s.front_matter
         if r.content_type not in HTML_TYPES:
@@ -369,28 +408,67 @@ class Worker:
             title = entry.get("title") or text_title(text)
             return _Document(normalized_hash(text), title, lambda: text_document(
                 text, url=url, final_url=r.final_url, status=r.status, fetched_at=now,
-                title=title, extra=meta, front_matter_enabled=fm))
+                title=title, extra=meta, front_matter_enabled=fm)), []
         html, _enc = decode_html(r.body, r.headers.get("content-type"))
         page = html_to_markdown(html, r.final_url)
-        if page.noindex or parse_robots_directives(r.headers.get("x-robots-tag", ""))[0]:
-            return _skip("noindex")
-        if page.canonical and normalize_url(page.canonical) not in (
-                normalize_url(url), normalize_url(r.final_url)) \
-                and host_of(page.canonical) == host_of(url):
-            return replace(_skip("non_canonical"), fields={"canonical": page.canonical})
+        header_noindex, header_nofollow = parse_robots_directives(
+            r.headers.get("x-robots-tag", ""))
         soft = soft_error(page.title, page.markdown, page.text_chars)
         if soft is not None:
             # Not the page: keep whatever good file there is, and try again later.
             log.warning("%s: answered 200 with a %s, not the page; kept the last good file "
                         "and will retry", url, soft.replace("_", " "),
                         extra={"worker": self.wid, "url": url})
-            return Outcome("failed", None, {"error": soft}, soft)
+            return Outcome("failed", None, {"error": soft}, soft), []
+        links = ([] if page.nofollow or header_nofollow
+                 else self._links(html, r.final_url, entry))
+        if page.noindex or header_noindex:
+            return _skip("noindex"), links
+        if page.canonical and normalize_url(page.canonical) not in (
+                normalize_url(url), normalize_url(r.final_url)) \
+                and host_of(page.canonical) == host_of(url):
+            return replace(_skip("non_canonical"), fields={"canonical": page.canonical}), links
         if page.text_chars < self.s.min_content_chars:
-            return _skip("too_short")
+            return _skip("too_short"), links
         return _Document(page.content_hash, page.title or entry.get("title") or "",
                          lambda: render_document(page, url=url, final_url=r.final_url,
                                                  status=r.status, fetched_at=now, extra=meta,
-                                                 front_matter_enabled=fm))
+                                                 front_matter_enabled=fm)), links
+
+    # -- link following (protocol/frontier.py) -----------------------------------------------
+    def _links(self, html: str, base_url: str, entry: dict[str, Any]) -> list[str]:
+        """In-scope links of a page below ``max_depth`` that this process has not journaled
+        yet (the frontier dedupes across machines; this only keeps journals small)."""
+        rules = self.rules
+        if rules is None or int(entry.get("depth") or 0) >= self.s.max_depth:
+            return []
+        out = []
+        for link in page_links(html, base_url):
+            clean = rules.clean(link)
+            if clean is None:
+                continue
+            key = normalize_url(clean)
+            if key not in self._linked:
+                self._linked.add(key)
+                out.append(clean)
+        return out
+
+    def _fold(self) -> bool:
+        """Fold the journals' links into tickets if any journal grew since this worker last
+        looked (F3); True if new tickets were written."""
+        sizes = journal_sizes(self.state)
+        if sizes == self._folded_at:
+            return False
+        try:
+            added = fold_links(self.site, self.state, self.wid, self.observer.is_dead)
+        except CrawlError as e:  # the index lock is busy for long: look again next round
+            log.info("link fold postponed: %s", e, extra={"worker": self.wid})
+            return False
+        self._folded_at = sizes
+        if added:
+            log.info("%d new URL(s) found by following links", added,
+                     extra={"worker": self.wid})
+        return added > 0
 
     # -- validators that lie -----------------------------------------------------------------
     def _trusts_validators(self, url: str, prior: dict[str, Any]) -> bool:

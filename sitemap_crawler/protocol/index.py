@@ -29,6 +29,7 @@ import orjson
 
 from sitemap_crawler.errors import CrawlError
 from sitemap_crawler.frontmatter import read_front_matter
+from sitemap_crawler.protocol.frontier import Frontier
 from sitemap_crawler.protocol.fsutil import RenameLock, atomic_write, unlink_quiet
 from sitemap_crawler.protocol.journal import journal_files, owner_of, read_journal
 from sitemap_crawler.protocol.state import StateDir
@@ -36,7 +37,7 @@ from sitemap_crawler.protocol.state import StateDir
 log = logging.getLogger(__name__)
 
 # Fields a journal record carries that are about the crawl, not about the URL.
-_TRANSIENT = {"ticket", "final", "worker", "elapsed", "attempts"}
+_TRANSIENT = {"ticket", "final", "worker", "elapsed", "attempts", "links"}
 
 
 def load(path: Path) -> dict[str, dict[str, Any]]:
@@ -100,38 +101,50 @@ def apply(idx: dict[str, dict[str, Any]], rec: dict[str, Any]) -> None:
 
 
 def merge(state: StateDir, worker_id: str, is_dead: Callable[[str], bool],
-          is_gone: Callable[[str], bool], output_dir: Path | None = None) -> int:
+          is_gone: Callable[[str], bool], output_dir: Path | None = None,
+          frontier: Frontier | None = None) -> int:
     """Fold every journal into url-index.json; delete the journals of workers that are gone.
 
     ``is_dead`` breaks a merge lock held by a dead worker; ``is_gone(worker)`` says a journal
     will not grow any more (closed, or its worker is dead), so it can be deleted once merged.
-    Returns the number of journal records applied.
+    With a ``frontier`` (link following), the records' links become tickets in the same
+    fold (protocol/frontier.py, F1-F2).  Returns the number of journal records applied.
     """
-    return _merge(state, worker_id, is_dead, is_gone, output_dir)[0]
+    return _merge(state, worker_id, is_dead, is_gone, output_dir, frontier)[0]
 
 
 def merged_index(state: StateDir, worker_id: str, is_dead: Callable[[str], bool],
-                 output_dir: Path | None = None) -> dict[str, dict[str, Any]]:
+                 output_dir: Path | None = None,
+                 frontier: Frontier | None = None) -> dict[str, dict[str, Any]]:
     """The index with every journal folded in, read (and parsed) once."""
-    _applied, idx = _merge(state, worker_id, is_dead, is_dead, output_dir)
+    _applied, idx = _merge(state, worker_id, is_dead, is_dead, output_dir, frontier)
     return idx if idx is not None else load_or_rebuild(state, output_dir)
 
 
 def _merge(state: StateDir, worker_id: str, is_dead: Callable[[str], bool],
            is_gone: Callable[[str], bool], output_dir: Path | None,
+           frontier: Frontier | None = None,
            ) -> tuple[int, dict[str, dict[str, Any]] | None]:
     files = journal_files(state.journal)
-    if not files:
+    if not files and (frontier is None or not frontier.has_intents()):
         return 0, None
     with _index_lock(state, worker_id, is_dead):
         idx = load_or_rebuild(state, output_dir)
+        if frontier is not None:
+            frontier.replay(idx)
         files = journal_files(state.journal)
         applied = 0
+        linked: list[dict[str, Any]] = []
         for path in files:
             for rec in read_journal(path):
                 apply(idx, rec)
                 applied += 1
+                if frontier is not None and rec.get("links"):
+                    linked.append(rec)
+        intent = frontier.fold(idx, linked) if frontier is not None else None
         atomic_write(state.index_path, orjson.dumps(idx, option=orjson.OPT_SORT_KEYS))
+        if intent is not None:
+            frontier.commit(intent)  # type: ignore[union-attr]
         for path in files:
             if path.name.endswith(".closed.jsonl") or is_gone(owner_of(path)):
                 unlink_quiet(path)

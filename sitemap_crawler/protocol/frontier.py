@@ -1,0 +1,169 @@
+"""The frontier of a link-following crawl: links found by any worker on any machine become
+tickets, each URL exactly once, with no database and no coordinator.
+
+Design (written before the code; the invariants are F1-F5):
+
+* **Who finds links.**  A worker that fetched an HTML page at depth ``d < max_depth`` writes
+  the page's in-scope links (discover/links.py) into the page's record in its own journal
+  (``links``, ``depth``).  Nothing else is shared at that moment: a worker never decides
+  alone that a link is new, since another machine may have found it a millisecond earlier.
+* **Who turns links into tickets (F1).**  Only the holder of the url-index lock (a rename
+  token, exclusive on every share; protocol/index.py) does, while it folds the journals into
+  url-index.json.  One holder at a time means one place that decides what is new: a link is
+  new when its dedupe key (``normalize_url``) is neither in the index nor earlier in this
+  fold.  New URLs enter the index at once as ``outcome: queued`` with their ``depth`` and
+  ``found_on``, so the next fold, on any machine, sees them as known.
+* **Crash safety (F2, write-ahead intent).**  The fold writes, in this order: an intent file
+  ``frontier/intent-<id>.json`` naming the new URLs (atomic), the index with the queued
+  entries (atomic), the tickets ``<id>-<k>`` for the intent's chunks, then deletes the
+  intent.  A crash anywhere leaves either nothing (the journals are still there and the next
+  fold finds the same links again) or an intent, which the next fold replays first: its
+  URLs are marked queued and each chunk's ticket is written unless a ticket of that id
+  already exists in any state (only the lock holder writes frontier tickets, so the check
+  cannot race).  So a kill -9 loses no discovered link and tickets none twice.
+* **Termination (F3).**  A worker with nothing to claim folds the journals (if any grew since
+  it last looked) before it decides there is no work; it stops only when no ticket is
+  pending or claimed after such a fold.  A worker that completed a ticket folds before it
+  stops, so the links of its last page are never left behind; if it is killed first, the
+  next ``work``/``prepare``/``crawl`` folds them.
+* **Depth and caps (F4).**  A link's depth is its page's depth + 1; pages at ``max_depth``
+  record no links.  ``max_urls_per_site`` caps the index entries the frontier adds.
+* **Re-crawls (F5).**  Known pages are revalidated with conditional GETs through prepare (the
+  index remembers each URL's depth); a 304 has no body and so no links, which is right: an
+  unchanged page links to what was already found.  New pages are found on changed pages.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import secrets
+import time
+from collections.abc import Callable, Iterable
+from typing import Any
+
+import orjson
+
+from sitemap_crawler.protocol.fsutil import TMP_PREFIX, atomic_write, read_bytes
+from sitemap_crawler.protocol.state import StateDir
+from sitemap_crawler.protocol.tickets import TicketQueue
+from sitemap_crawler.timestamps import utcnow
+
+QUEUED = "queued"  # the outcome of an index entry whose URL has a ticket but no result yet
+
+
+class Frontier:
+    """Folds the links of journal records into tickets; used under the index lock only."""
+
+    def __init__(self, state: StateDir, site: str, *, cap: int, ticket_size: int,
+                 key: Callable[[str], str]) -> None:
+        self.state = state
+        self.site = site
+        self.cap = cap
+        self.ticket_size = ticket_size
+        self.key = key
+        self.dir = state.root / "frontier"
+        self.added = 0
+        self.over_cap = 0
+
+    def has_intents(self) -> bool:
+        return bool(self._intents())
+
+    # -- F2: replay ----------------------------------------------------------------------------
+    def replay(self, idx: dict[str, dict[str, Any]]) -> int:
+        """Finish the intents a killed fold left: queued entries in, missing tickets written."""
+        n = 0
+        for path in self._intents():
+            intent = _load(path)
+            if intent is None:  # torn: atomic_write never leaves one, so this is not ours
+                continue
+            self._mark(idx, intent["urls"])
+            n += self._write_tickets(intent, replay=True)
+            path.unlink(missing_ok=True)
+        return n
+
+    # -- F1/F4: fold ---------------------------------------------------------------------------
+    def fold(self, idx: dict[str, dict[str, Any]],
+             records: Iterable[dict[str, Any]]) -> dict[str, Any] | None:
+        """New URLs among the records' links, marked queued in ``idx``; their intent is
+        written and returned (the caller writes the index, then calls :meth:`commit`)."""
+        known = {self.key(u) for u in idx}
+        total = len(idx)
+        new: list[dict[str, Any]] = []
+        for rec in records:
+            depth = int(rec.get("depth") or 0) + 1
+            for link in rec.get("links") or ():
+                k = self.key(link)
+                if k in known:
+                    continue
+                known.add(k)
+                if self.cap and total >= self.cap:
+                    self.over_cap += 1
+                    continue
+                total += 1
+                new.append({"url": link, "depth": depth, "found_on": rec["url"]})
+        if not new:
+            return None
+        intent = {"id": time.strftime("L%Y%m%dT%H%M%S", time.gmtime()) + secrets.token_hex(3),
+                  "site": self.site, "created_at": utcnow(), "urls": new}
+        self.dir.mkdir(exist_ok=True)
+        atomic_write(self.dir / f"intent-{intent['id']}.json", orjson.dumps(intent))
+        self._mark(idx, new)
+        self.added += len(new)
+        return intent
+
+    def commit(self, intent: dict[str, Any]) -> None:
+        """After the index holding the queued entries is written: tickets, then no intent."""
+        self._write_tickets(intent, replay=False)
+        (self.dir / f"intent-{intent['id']}.json").unlink(missing_ok=True)
+
+    # -- helpers -----------------------------------------------------------------------------
+    def _mark(self, idx: dict[str, dict[str, Any]], urls: list[dict[str, Any]]) -> None:
+        now = utcnow()
+        for u in urls:
+            if u["url"] not in idx:
+                idx[u["url"]] = {"outcome": QUEUED, "depth": u["depth"],
+                                 "found_on": u["found_on"], "first_seen": now}
+
+    def _write_tickets(self, intent: dict[str, Any], *, replay: bool) -> int:
+        queue = TicketQueue(self.state, "frontier")
+        existing: set[str] = set()
+        if replay:
+            for s in ("pending", "claimed", "completed", "failed"):
+                existing |= {n.ticket_id for n in queue.names(s)}
+        urls = intent["urls"]
+        n = 0
+        for k, i in enumerate(range(0, len(urls), self.ticket_size)):
+            tid = f"{intent['id']}-{k:05d}"
+            if tid in existing:
+                continue
+            chunk = [{"url": u["url"], "depth": u["depth"]} for u in urls[i:i + self.ticket_size]]
+            queue.add({"ticket_id": tid, "site": self.site, "created_at": intent["created_at"],
+                       "gen": 0, "urls": chunk, "size": len(chunk), "claimed_by": None,
+                       "claimed_at": None, "completed_at": None,
+                       "progress": {"total": len(chunk), "success": 0, "failed": 0,
+                                    "skipped": 0}})
+            n += 1
+        if n:
+            with contextlib.suppress(OSError):  # durability only: the intent still holds them
+                os.sync()
+        return n
+
+    def _intents(self) -> list[Any]:
+        try:
+            names = sorted(os.listdir(self.dir))
+        except FileNotFoundError:
+            return []
+        return [self.dir / n for n in names
+                if n.startswith("intent-") and n.endswith(".json") and not n.startswith(TMP_PREFIX)]
+
+
+def _load(path: Any) -> dict[str, Any] | None:
+    raw = read_bytes(path)
+    if raw is None:
+        return None
+    try:
+        data = orjson.loads(raw)
+    except orjson.JSONDecodeError:
+        return None
+    return data if isinstance(data, dict) and isinstance(data.get("urls"), list) else None
