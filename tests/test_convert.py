@@ -11,6 +11,7 @@ import pytest
 import yaml
 from httpserver import Response
 
+from sitemap_crawler.convert import markdown as convert
 from sitemap_crawler.convert.markdown import (
     Page,
     html_to_markdown,
@@ -20,7 +21,6 @@ from sitemap_crawler.convert.markdown import (
     render_document,
     text_document,
 )
-from sitemap_crawler.convert import markdown as convert
 from sitemap_crawler.fetch.charset import decode_html, lookup, prescan_meta
 
 URL = "https://docs.example.com/guide/install/"
