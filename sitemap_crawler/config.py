@@ -39,7 +39,6 @@ class Size(int):
 
 @dataclass(frozen=True)
 class CrawlState:
-    enabled: bool = True
     ticket_size: int = 100
     heartbeat_interval: Duration = Duration(5)
     heartbeat_timeout: Duration = Duration(60)
@@ -318,7 +317,7 @@ def parse_config(data: Any, path: Path) -> Config:
         if not sources:
             raise ConfigError(f"{path}: {key}.source: missing (a sitemap, llms.txt or site URL)")
         for s in sources:
-            if not re.match(r"^(https?://[^/\s]+|file:/)", s):
+            if not re.match(r"^https?://[^/\s]+", s):  # discovery reads http(s) only
                 raise ConfigError(f"{path}: {key}.source: expected an http(s) URL, got {s!r}")
         filters_raw = raw.get("filters") or {}
         if not isinstance(filters_raw, dict):

@@ -21,6 +21,7 @@ from pathlib import Path
 
 import pytest
 from httpserver import LocalServer, Request, Response, fail_then
+from waiting import wait_until
 
 from sitemap_crawler.config import Settings
 from sitemap_crawler.fetch.client import Fetcher, host_key, parse_retry_after
@@ -283,9 +284,8 @@ def test_429_retry_after_seconds_blocks_the_host_for_everyone(server, tmp_path):
     results = {}
     th = threading.Thread(target=lambda: results.update(a=a.fetch(server.url("/limited"))))
     th.start()
-    while not server.hits("/limited"):
-        time.sleep(0.01)
-    time.sleep(0.2)
+    wait_until(lambda: HostGate(tmp_path / "hosts", "probe", lambda w: False).block_reason(
+        host_key(server.base)) == "http_429", 30, what="worker a to block the host")
     observer = HostGate(tmp_path / "hosts", "observer", lambda w: False)
     assert observer.blocked_for(host_key(server.base)) > 0.7
     assert observer.block_reason(host_key(server.base)) == "http_429"
@@ -397,6 +397,7 @@ def _worker(base: str, paths: list[str], root: str, wid: str, kw: dict, out: str
     stop = threading.Event()
     gate = HostGate(Path(root), wid, lambda w: False)
     with Fetcher(settings(**kw), gate=gate, stop=stop) as f:
+        Path(out + ".ready").touch()
         go.wait(60)
         outcomes = [f.fetch(base + p).outcome for p in paths]
     Path(out).write_text(json.dumps(outcomes))
@@ -411,7 +412,8 @@ def _run_workers(server: LocalServer, tmp_path: Path, n: int, per: int, kw: dict
                                                 f"proc{i}", kw, str(tmp_path / f"{i}.json"), go))
         p.start()
         procs.append(p)
-    time.sleep(1.0)  # let every process import and wait at the start line
+    wait_until(lambda: all((tmp_path / f"{i}.json.ready").exists() for i in range(n)), 60,
+               what="every process to import and wait at the start line")
     go.set()
     for p in procs:
         p.join(120)

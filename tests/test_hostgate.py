@@ -288,8 +288,9 @@ def test_two_machines_keep_the_delay_between_starts(share, tmp_path):
     print(f"{kind}: min gap {min(gaps):.3f}s over {len(gaps)} hand-overs")
 
 
-def _ensure(root: str, wid: str, hosts: list[str], parallel: int, go) -> None:
+def _ensure(root: str, wid: str, hosts: list[str], parallel: int, go, ready) -> None:
     g = HostGate(Path(root), wid, never_dead)
+    ready.release()
     go.wait(30)
     for h in hosts:
         g.ensure(h, parallel)
@@ -299,12 +300,13 @@ def _ensure(root: str, wid: str, hosts: list[str], parallel: int, go) -> None:
 def test_ensure_race_from_both_mounts_makes_one_token_set(share):
     a, b, kind = share
     hosts = [f"h{i}.example" for i in range(8)]
-    go = SPAWN.Event()
-    procs = [SPAWN.Process(target=_ensure, args=(str(root), f"{tag}{i}", hosts, 3, go))
+    go, ready = SPAWN.Event(), SPAWN.Semaphore(0)
+    procs = [SPAWN.Process(target=_ensure, args=(str(root), f"{tag}{i}", hosts, 3, go, ready))
              for i in range(2) for tag, root in (("a", a), ("b", b))]
     for p in procs:
         p.start()
-    time.sleep(1.5)  # let all four import and wait at the start line
+    for _ in procs:  # all four have imported and wait at the start line
+        assert ready.acquire(timeout=60)
     go.set()
     for p in procs:
         p.join(120)

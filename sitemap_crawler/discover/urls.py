@@ -190,52 +190,35 @@ def host_matcher(hosts: Iterable[str]) -> re.Pattern[str]:
     )
 
 
+_TRANSLATED_RE = re.compile(r"\(\?s:(.*)\)\\[Zz]", re.S)
+
+
 def glob_to_regex(pattern: str) -> str:
     """Regex source (unanchored) for a shell glob in which ``*`` also matches ``/``.
 
-    Up to two ``*`` become greedy ``.*`` (about twice as fast as fnmatch's lazy atomic
-    groups); with more, fnmatch's translation keeps backtracking linear.
+    fnmatch's translation, the one glob engine (``**`` is ``*``; runs of stars become atomic
+    lazy groups, so backtracking stays linear however many there are).  A class with a
+    reversed range such as ``[z-a]`` is empty there and the pattern could never match: that
+    is a typo, so it raises ValueError instead of silently filtering nothing or everything
+    (negated, ``[!z-a]``, it is fnmatch's "any one character").
     """
-    if pattern.count("*") > 2:
-        inner = fnmatch.translate(pattern)
-        return inner[len("(?s:") : -len(r")\Z")]
-    out: list[str] = []
-    i, n = 0, len(pattern)
-    while i < n:
-        c = pattern[i]
-        i += 1
-        if c == "*":
-            if not out or out[-1] != ".*":
-                out.append(".*")
-        elif c == "?":
-            out.append(".")
-        elif c == "[":
-            j = i
-            if j < n and pattern[j] == "!":
-                j += 1
-            if j < n and pattern[j] == "]":
-                j += 1
-            while j < n and pattern[j] != "]":
-                j += 1
-            if j >= n:
-                out.append(re.escape(c))
-                continue
-            body = pattern[i:j]
-            i = j + 1
-            neg = body.startswith("!")
-            chars = "".join(ch if ch == "-" else re.escape(ch) for ch in body[neg:])
-            out.append(f"[{'^' if neg else ''}{chars}]")
-        else:
-            out.append(re.escape(c))
-    return "".join(out)
+    m = _TRANSLATED_RE.fullmatch(fnmatch.translate(pattern))
+    if m is None:  # pragma: no cover - fnmatch changed the shape of its output
+        raise ValueError(f"cannot translate glob {pattern!r}")
+    inner = m.group(1)
+    if "(?!)" in inner:  # literal text is escaped, so this is only ever an empty class
+        raise ValueError(f"{pattern!r} has a [...] class with a reversed range, which matches "
+                         "nothing")
+    return inner
 
 
 class UrlFilter:
     """Shell-style include/exclude globs matched against the whole URL.
 
-    ``*`` matches any run of characters including ``/``, ``?`` one character, ``[...]`` a
-    class.  Exclude wins over include; no include patterns means include everything.  Each
-    list is compiled into a single regex so a million checks stay cheap.
+    ``*`` (or ``**``) matches any run of characters including ``/``, ``?`` one character,
+    ``[...]`` a class (``[!...]`` negated).  Exclude wins over include; no include patterns
+    means include everything.  Each list is compiled into a single regex so a million checks
+    stay cheap.
     """
 
     def __init__(self, include: Sequence[str] = (), exclude: Sequence[str] = ()) -> None:
@@ -250,14 +233,13 @@ class UrlFilter:
     def _compile(patterns: Sequence[str], what: str) -> re.Pattern[str] | None:
         if not patterns:
             return None
-        groups = []
-        for i, p in enumerate(patterns):
+        for p in patterns:
             if not isinstance(p, str) or not p:
                 raise UserError(f"filters.{what}: patterns must be non-empty strings, got {p!r}")
-            groups.append(f"(?P<p{i}>{glob_to_regex(p)})")
         try:
+            groups = [f"(?P<p{i}>{glob_to_regex(p)})" for i, p in enumerate(patterns)]
             return re.compile("(?s:" + "|".join(groups) + r")\Z")
-        except re.error as e:
+        except (re.error, ValueError) as e:
             raise UserError(f"filters.{what}: bad pattern in {list(patterns)}: {e}") from None
 
     def check(self, url: str) -> str | None:

@@ -13,70 +13,18 @@ from __future__ import annotations
 import codecs
 import re
 
-# WHATWG encoding name -> (labels, Python codec).  Only encodings Python can decode are
-# listed; an unknown label is ignored, as the prescan would ignore it.
-_ENCODINGS: dict[str, tuple[str, str]] = {
-    "utf-8": ("unicode-1-1-utf-8 unicode11utf8 unicode20utf8 utf-8 utf8 x-unicode20utf8",
-              "utf-8"),
-    "ibm866": ("866 cp866 csibm866 ibm866", "cp866"),
-    "iso-8859-2": ("csisolatin2 iso-8859-2 iso-ir-101 iso8859-2 iso88592 iso_8859-2 "
-                   "iso_8859-2:1987 l2 latin2", "iso8859-2"),
-    "iso-8859-3": ("csisolatin3 iso-8859-3 iso-ir-109 iso8859-3 iso88593 iso_8859-3 "
-                   "iso_8859-3:1988 l3 latin3", "iso8859-3"),
-    "iso-8859-4": ("csisolatin4 iso-8859-4 iso-ir-110 iso8859-4 iso88594 iso_8859-4 "
-                   "iso_8859-4:1988 l4 latin4", "iso8859-4"),
-    "iso-8859-5": ("csisolatincyrillic cyrillic iso-8859-5 iso-ir-144 iso8859-5 iso88595 "
-                   "iso_8859-5 iso_8859-5:1988", "iso8859-5"),
-    "iso-8859-6": ("arabic asmo-708 csiso88596e csiso88596i csisolatinarabic ecma-114 "
-                   "iso-8859-6 iso-8859-6-e iso-8859-6-i iso-ir-127 iso8859-6 iso88596 "
-                   "iso_8859-6 iso_8859-6:1987", "iso8859-6"),
-    "iso-8859-7": ("csisolatingreek ecma-118 elot_928 greek greek8 iso-8859-7 iso-ir-126 "
-                   "iso8859-7 iso88597 iso_8859-7 iso_8859-7:1987 sun_eu_greek", "iso8859-7"),
-    "iso-8859-8": ("csiso88598e csisolatinhebrew hebrew iso-8859-8 iso-8859-8-e iso-ir-138 "
-                   "iso8859-8 iso88598 iso_8859-8 iso_8859-8:1988 visual", "iso8859-8"),
-    "iso-8859-8-i": ("csiso88598i iso-8859-8-i logical", "iso8859-8"),
-    "iso-8859-10": ("csisolatin6 iso-8859-10 iso-ir-157 iso8859-10 iso885910 l6 latin6",
-                    "iso8859-10"),
-    "iso-8859-13": ("iso-8859-13 iso8859-13 iso885913", "iso8859-13"),
-    "iso-8859-14": ("iso-8859-14 iso8859-14 iso885914", "iso8859-14"),
-    "iso-8859-15": ("csisolatin9 iso-8859-15 iso8859-15 iso885915 iso_8859-15 l9",
-                    "iso8859-15"),
-    "iso-8859-16": ("iso-8859-16", "iso8859-16"),
-    "koi8-r": ("cskoi8r koi koi8 koi8-r koi8_r", "koi8-r"),
-    "koi8-u": ("koi8-ru koi8-u", "koi8-u"),
-    "macintosh": ("csmacintosh mac macintosh x-mac-roman", "mac-roman"),
-    "windows-874": ("dos-874 iso-8859-11 iso8859-11 iso885911 tis-620 windows-874", "cp874"),
-    "windows-1250": ("cp1250 windows-1250 x-cp1250", "cp1250"),
-    "windows-1251": ("cp1251 windows-1251 x-cp1251", "cp1251"),
-    "windows-1252": ("ansi_x3.4-1968 ascii cp1252 cp819 csisolatin1 ibm819 iso-8859-1 "
-                     "iso-ir-100 iso8859-1 iso88591 iso_8859-1 iso_8859-1:1987 l1 latin1 "
-                     "us-ascii windows-1252 x-cp1252", "cp1252"),
-    "windows-1253": ("cp1253 windows-1253 x-cp1253", "cp1253"),
-    "windows-1254": ("cp1254 csisolatin5 iso-8859-9 iso-ir-148 iso8859-9 iso88599 iso_8859-9 "
-                     "iso_8859-9:1989 l5 latin5 windows-1254 x-cp1254", "cp1254"),
-    "windows-1255": ("cp1255 windows-1255 x-cp1255", "cp1255"),
-    "windows-1256": ("cp1256 windows-1256 x-cp1256", "cp1256"),
-    "windows-1257": ("cp1257 windows-1257 x-cp1257", "cp1257"),
-    "windows-1258": ("cp1258 windows-1258 x-cp1258", "cp1258"),
-    "x-mac-cyrillic": ("x-mac-cyrillic x-mac-ukrainian", "mac-cyrillic"),
-    "gbk": ("chinese csgb2312 csiso58gb231280 gb2312 gb_2312 gb_2312-80 gbk iso-ir-58 "
-            "x-gbk", "gb18030"),
-    "gb18030": ("gb18030", "gb18030"),
-    "big5": ("big5 big5-hkscs cn-big5 csbig5 x-x-big5", "big5hkscs"),
-    "euc-jp": ("cseucpkdfmtjapanese euc-jp x-euc-jp", "euc_jp"),
-    "iso-2022-jp": ("csiso2022jp iso-2022-jp", "iso2022_jp"),
-    "shift_jis": ("csshiftjis ms932 ms_kanji shift-jis shift_jis sjis windows-31j x-sjis",
-                  "cp932"),
-    "euc-kr": ("cseuckr csksc56011987 euc-kr iso-ir-149 korean ks_c_5601-1987 ks_c_5601-1989 "
-               "ksc5601 ksc_5601 windows-949", "cp949"),
-    "utf-16be": ("unicodefffe utf-16be", "utf-16-be"),
-    "utf-16le": ("csunicode iso-10646-ucs-2 ucs-2 unicode unicodefeff utf-16 utf-16le",
-                 "utf-16-le"),
-}
-_LABELS: dict[str, str] = {
-    label: name for name, (labels, _) in _ENCODINGS.items() for label in labels.split()
-}
-_CODEC: dict[str, str] = {name: codec for name, (_, codec) in _ENCODINGS.items()}
+import webencodings
+
+# webencodings is the WHATWG label table (labels -> encoding names -> Python codecs).  Where the
+# Standard's decoder for an encoding is wider than Python's codec of the same name, the wider
+# codec is used: the Standard decodes "gbk" with the gb18030 decoder, and Python's gbk codec
+# turns gb18030's four-byte sequences into U+FFFD.
+_WIDER_CODEC: dict[str, codecs.CodecInfo] = {"gbk": codecs.lookup("gb18030")}
+# The Standard maps ISO-2022-KR, HZ-GB-2312 and ISO-2022-CN to "replacement" (the whole body
+# becomes one U+FFFD, so browsers cannot be tricked by script hidden in their escapes).  A
+# crawler that only reads text gains nothing from an empty page: such a label is ignored, as
+# an unknown one is, and the body is sniffed as if it had none.
+_IGNORED = frozenset({"replacement"})
 
 _BOMS = (
     (codecs.BOM_UTF8, "utf-8"),
@@ -94,7 +42,16 @@ def lookup(label: str | None) -> str | None:
     """The WHATWG encoding name for ``label`` (case and surrounding space ignored), or None."""
     if not label:
         return None
-    return _LABELS.get(label.strip().strip("\"'").lower())
+    encoding = webencodings.lookup(label.strip().strip("\"'"))
+    if encoding is None or encoding.name in _IGNORED:
+        return None
+    return str(encoding.name)
+
+
+def _decode(body: bytes, name: str) -> str:
+    """``body`` decoded with the WHATWG encoding ``name``; bad bytes become U+FFFD."""
+    info = _WIDER_CODEC.get(name) or webencodings.lookup(name).codec_info
+    return str(info.decode(body, "replace")[0])
 
 
 def charset_from_header(content_type: str | None) -> str | None:
@@ -111,7 +68,8 @@ def prescan_meta(head: bytes) -> str | None:
     A regular-expression version of the HTML "prescan a byte stream" algorithm: comments
     are skipped, the first meta with a usable ``charset`` (or ``http-equiv=content-type``
     plus a ``content`` with ``charset=``) wins.  A meta that claims UTF-16 means UTF-8,
-    since the meta could only be read because the bytes are ASCII-compatible.
+    since the meta could only be read because the bytes are ASCII-compatible; one that claims
+    x-user-defined means windows-1252, as the HTML Standard says.
     """
     head = _COMMENT_RE.sub(b"", head)
     for m in _META_RE.finditer(head):
@@ -131,7 +89,9 @@ def prescan_meta(head: bytes) -> str | None:
         name = lookup(label.decode("ascii", "replace"))
         if name is None:
             continue
-        return "utf-8" if name in ("utf-16be", "utf-16le") else name
+        if name in ("utf-16be", "utf-16le"):
+            return "utf-8"
+        return "windows-1252" if name == "x-user-defined" else name
     return None
 
 
@@ -139,11 +99,11 @@ def decode_html(body: bytes, content_type_header: str | None) -> tuple[str, str]
     """``(text, encoding)`` for an HTML body; never raises (bad bytes become U+FFFD)."""
     for bom, name in _BOMS:
         if body.startswith(bom):
-            return body[len(bom):].decode(_CODEC[name], "replace"), name
+            return _decode(body[len(bom):], name), name
     name = charset_from_header(content_type_header) or prescan_meta(body[:1024])
     if name is None:
         try:
             return body.decode("utf-8"), "utf-8"
         except UnicodeDecodeError:
             name = "windows-1252"
-    return body.decode(_CODEC[name], "replace"), name
+    return _decode(body, name), name

@@ -91,10 +91,6 @@ class FetchResult:
     elapsed: float = 0.0
     bytes_received: int = 0
 
-    @property
-    def ok(self) -> bool:
-        return self.outcome == "ok"
-
 
 @dataclass
 class _Answer:
