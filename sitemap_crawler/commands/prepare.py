@@ -106,7 +106,8 @@ def prepare(site: Site, *, dry_run: bool = False, full: bool = False,
     observer = Observer(state.workers, s.crawl_state.heartbeat_timeout)
     if not dry_run:
         state.ensure()
-        idx = url_index.merged_index(state, wid, observer.is_dead, site.base_dir)
+        idx = url_index.merged_index(state, wid, observer.is_dead, site.base_dir,
+                                     lock_timeout=s.crawl_state.heartbeat_timeout)
     else:
         idx = url_index.load_or_rebuild(state, site.base_dir) if state.exists() else {}
     queue = TicketQueue(state, wid)
@@ -255,7 +256,8 @@ def _remove_gone(site: Site, state: StateDir, wid: str, observer: Observer,
             remove_output(layout, e.get("file_path"), site.settings.on_removed)
             tombstone(e, now, "not_in_sitemap")
 
-    url_index.update(state, wid, observer.is_dead, mark, site.base_dir)
+    url_index.update(state, wid, observer.is_dead, mark, site.base_dir,
+                     lock_timeout=site.settings.crawl_state.heartbeat_timeout)
     for u in gone:
         log.info("removed (no longer in the sitemap): %s", u, extra={"url": u})
     return len(gone)

@@ -202,7 +202,8 @@ def finish_crawl(site: Site, totals: Counter[str], interrupted: bool) -> None:
     state = StateDir(site.state_dir)
     observer = Observer(state.workers, site.settings.crawl_state.heartbeat_timeout)
     wid = new_worker_id()
-    url_index.merge(state, wid, observer.is_dead, observer.is_dead, site.base_dir)
+    url_index.merge(state, wid, observer.is_dead, observer.is_dead, site.base_dir,
+                    lock_timeout=site.settings.crawl_state.heartbeat_timeout)
     manifest = state.read_manifest()
     history = manifest.setdefault("crawls", [])
     history.append({"finished_at": utcnow(), "interrupted": interrupted,

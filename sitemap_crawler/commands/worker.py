@@ -96,7 +96,8 @@ class Worker:
         s = self.s
         self.state.ensure()
         self.heartbeat = Heartbeat(self.state.workers, self.wid,
-                                   s.crawl_state.heartbeat_interval).start()
+                                   s.crawl_state.heartbeat_interval,
+                                   on_fail=self.stop.set).start()
         self.observer = Observer(self.state.workers, s.crawl_state.heartbeat_timeout)
         self.queue = TicketQueue(self.state, self.wid)
         self.journal = Journal(self.state.journal, self.wid)
