@@ -30,12 +30,16 @@ def journaled(out: Path) -> set[str]:
     return done
 
 
-def busy_pid(out: Path) -> int | None:
+def busy_pid(out: Path, killed: set[int]) -> int | None:
+    """The pid of a worker that holds a ticket now (not one killed earlier)."""
     for p in (state_dir(out) / "workers").glob("*.lock"):
         hb = read_heartbeat(p)
-        if hb and hb.get("ticket"):
+        if hb and hb.get("ticket") and int(hb["pid"]) not in killed:
             return int(hb["pid"])
     return None
+
+
+KILLED: set[int] = set()
 
 
 def kill_mid_ticket(cfg: Path, out: Path, after: int) -> set[str]:
@@ -43,7 +47,8 @@ def kill_mid_ticket(cfg: Path, out: Path, after: int) -> set[str]:
     journaled; returns the URLs the journal holds at that moment."""
     runner = popen_cli(cfg, "work", "--workers", "1")
     wait_for(lambda: len(journaled(out)) >= after)
-    pid = wait_for(lambda: busy_pid(out))
+    pid = wait_for(lambda: busy_pid(out, KILLED))
+    KILLED.add(pid)
     os.kill(pid, signal.SIGKILL)
     os.kill(runner.pid, signal.SIGKILL)
     runner.communicate(timeout=30)
@@ -72,3 +77,23 @@ def test_after_kill_9_the_next_command_redoes_only_urls_in_flight(server, tmp_pa
     assert sorted(idx) == sorted(urls)
     # every URL was fetched once, plus at most the one that was in flight at the kill
     assert sum(hits.values()) <= len(urls) + 1, hits
+
+
+def test_n_crashes_leave_no_files_behind_once_reclaimed_and_merged(server, tmp_path):
+    urls = doc_site(server, 30, delay=0.05)
+    cfg = write_config(tmp_path, server.url("/"), crawl_state={"ticket_size": 3})
+    out = tmp_path / "out"
+    cli(cfg, "prepare", "docs")
+    crashes = 4
+    for k in range(crashes):
+        kill_mid_ticket(cfg, out, after=3 * (k + 1))
+    st = state_dir(out)
+    # every crash left its heartbeat and its journal (and the tickets it held)
+    assert len(list((st / "workers").iterdir())) >= crashes
+    cli(cfg, "crawl", "docs", "-w", "1")
+    assert sorted(json.loads((st / "url-index.json").read_text())) == sorted(urls)
+    assert os.listdir(st / "workers") == []
+    assert os.listdir(st / "journal") == []
+    assert os.listdir(st / "tickets" / "claimed") == []
+    status = json.loads(cli(cfg, "status", "docs", "--json").stdout)
+    assert status["dead_workers"] == [] and status["workers"] == []
