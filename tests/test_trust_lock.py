@@ -40,15 +40,20 @@ def locks_left(root: Path) -> list[str]:
     return sorted(os.listdir(root / "locks"))
 
 
-def test_a_slow_but_alive_holder_keeps_the_lock_past_the_timeout(tmp_path):
-    a = holder(tmp_path, "a", hold=3.0, timeout=1.0)
+def slow_holder_then_other(dir_a: Path, dir_b: Path, hold: float, timeout: float) -> None:
+    """A holds the lock ``hold`` > ``timeout`` seconds while B waits: both must succeed."""
+    a = holder(dir_a, "a", hold=hold, timeout=timeout)
     wait_holding(a)
-    b = holder(tmp_path, "b", hold=0.0, timeout=1.0)
-    out_a, err_a = a.communicate(timeout=60)
-    out_b, err_b = b.communicate(timeout=60)
+    b = holder(dir_b, "b", hold=0.0, timeout=timeout)
+    out_a, err_a = a.communicate(timeout=120)
+    out_b, err_b = b.communicate(timeout=120)
     assert a.returncode == 0 and "done" in out_a, (out_a, err_a)
     assert b.returncode == 0 and out_b.split() == ["holding", "done"], (out_b, err_b)
-    assert sorted(index_of(tmp_path)) == ["https://h/a", "https://h/b"]  # no lost update
+    assert sorted(index_of(dir_a)) == ["https://h/a", "https://h/b"]  # no lost update
+
+
+def test_a_slow_but_alive_holder_keeps_the_lock_past_the_timeout(tmp_path):
+    slow_holder_then_other(tmp_path, tmp_path, hold=3.0, timeout=1.0)
     assert locks_left(tmp_path) == ["index.free"]
 
 
@@ -76,11 +81,4 @@ def test_a_paused_holder_loses_the_lock_and_then_fails_cleanly(tmp_path):
 @pytest.mark.netfs
 def test_a_slow_holder_keeps_the_lock_across_two_mounts_of_a_real_share(share):
     a_dir, b_dir, _kind = share
-    a = holder(a_dir, "a", hold=4.0, timeout=1.5)
-    wait_holding(a)
-    b = holder(b_dir, "b", hold=0.0, timeout=1.5)
-    out_a, err_a = a.communicate(timeout=120)
-    out_b, err_b = b.communicate(timeout=120)
-    assert a.returncode == 0 and "done" in out_a, (out_a, err_a)
-    assert b.returncode == 0 and "done" in out_b, (out_b, err_b)
-    assert sorted(index_of(a_dir)) == ["https://h/a", "https://h/b"]
+    slow_holder_then_other(a_dir, b_dir, hold=4.0, timeout=1.5)
