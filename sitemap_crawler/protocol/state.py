@@ -13,6 +13,12 @@ Layout (roadmap v0.4.0)::
 
 There is no database and no server: another machine that mounts the same directory sees the
 same state, and copying the directory copies the crawl.
+
+Worker ids are ``<full host>-<machine token>-<pid>-<nonce>`` (:func:`new_worker_id`): the
+full host name (two machines may share the first label), and a token that is equal only
+where pids can be compared (same machine id, boot and pid namespace).  Only the token proves
+that a worker is local (heartbeat.py H3).  ``$SITEMAP_CRAWLER_MACHINE_ID`` replaces
+/etc/machine-id, for tests and for containers that share one.
 """
 
 from __future__ import annotations
