@@ -97,3 +97,23 @@ def test_n_crashes_leave_no_files_behind_once_reclaimed_and_merged(server, tmp_p
     assert os.listdir(st / "tickets" / "claimed") == []
     status = json.loads(cli(cfg, "status", "docs", "--json").stdout)
     assert status["dead_workers"] == [] and status["workers"] == []
+
+
+@pytest.mark.netfs
+def test_after_kill_9_on_a_real_share_prepare_redoes_only_urls_in_flight(server, tmp_path,
+                                                                        share):
+    a, _b, _kind = share
+    doc_site(server, 20, delay=0.08)
+    cfg = write_config(tmp_path, server.url("/"), out=a / "out",
+                       crawl_state={"ticket_size": 20})
+    out = a / "out"
+    cli(cfg, "prepare", "docs")
+    done = kill_mid_ticket(cfg, out, after=5)
+    before = page_hits(server)
+    cli(cfg, "prepare", "docs")
+    cli(cfg, "work", "--workers", "1")
+    hits = page_hits(server)
+    refetched = [u for u in done if hits[u[len(server.base):]] > before[u[len(server.base):]]]
+    assert refetched == []
+    assert os.listdir(state_dir(out) / "journal") == []
+    assert os.listdir(state_dir(out) / "workers") == []
