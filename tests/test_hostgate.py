@@ -64,7 +64,6 @@ def test_acquire_release_renames_the_token(tmp_path):
     names = tokens(g.slots_dir(HOST, 2))
     assert len(names) == 2
     assert sum(n.startswith(f"slot-{lease.slot}.held.worker-a.") for n in names) == 1
-    assert g.holders(HOST, 2) == ["worker-a"]
     lease.release()
     assert tokens(g.slots_dir(HOST, 2)) == ["slot-0.free", "slot-1.free"]
     lease.release()  # twice is harmless

@@ -198,11 +198,11 @@ def test_local_worker_with_a_dead_pid_is_dead_at_once(tmp_path):
     assert obs.is_dead(wid)  # H3: no need to wait an hour on our own machine
 
 
-def test_buried_worker_notices_on_its_next_beat(tmp_path):
+def test_buried_worker_notices_on_its_next_beat(tmp_path, caplog):
     hb = Heartbeat(tmp_path, "h-1-aaaaaa", 3600).start()
     Observer(tmp_path, 1).bury("h-1-aaaaaa")
     hb.beat()
-    assert hb.declared_dead.is_set()
+    assert "judged dead by another process" in caplog.text  # H5: said, not only flagged
     assert (tmp_path / "h-1-aaaaaa.lock").exists()
     hb.stop()
 

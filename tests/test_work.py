@@ -111,7 +111,9 @@ def test_sigkill_of_a_worker_mid_ticket_loses_nothing(server, tmp_path):
     assert_pages_fetched(server, urls, twice_at_most=1)
     ids = completed_ids(out)
     assert len(ids) == 12 and max(ids.values()) == 1
-    assert (state_dir(out) / "workers" / f"{wid}.dead").exists()
+    # heartbeat H7 / index J2: reclaimed and merged, so nothing of the dead worker is left
+    assert not list((state_dir(out) / "workers").glob(f"{wid}.*"))
+    assert not list((state_dir(out) / "journal").glob(f"{wid}*"))
     assert not os.listdir(state_dir(out) / "tickets" / "claimed")
 
 

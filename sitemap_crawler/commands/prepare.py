@@ -278,7 +278,8 @@ class _Prepare:
         self.state.ensure()
         frontier = frontier_for(self.site, self.state) if self.rules is not None else None
         return url_index.merged_index(self.state, self.wid, self.observer.is_dead,
-                                      self.site.base_dir, frontier)
+                                      self.site.base_dir, frontier,
+                                      lock_timeout=self.s.crawl_state.heartbeat_timeout)
 
     # -- link following ----------------------------------------------------------------------
     def _seeds(self, client: httpx.Client, stats: DiscoveryStats,
@@ -324,7 +325,8 @@ class _Prepare:
                     live[e["url"]] = {"outcome": QUEUED, "depth": e.get("depth", 0),
                                       "first_seen": self.now}
 
-        url_index.update(self.state, self.wid, self.observer.is_dead, mark, self.site.base_dir)
+        url_index.update(self.state, self.wid, self.observer.is_dead, mark, self.site.base_dir,
+                         lock_timeout=self.s.crawl_state.heartbeat_timeout)
 
     def _unfinished_round(self, queue: TicketQueue) -> str | None:
         """When the last round still has tickets pending or claimed (a crash, a Ctrl+C, a
@@ -423,7 +425,8 @@ class _Prepare:
                 remove_output(layout, e.get("file_path"), self.s.on_removed)
                 tombstone(e, self.now, "not_in_sitemap")
 
-        url_index.update(self.state, self.wid, self.observer.is_dead, mark, self.site.base_dir)
+        url_index.update(self.state, self.wid, self.observer.is_dead, mark, self.site.base_dir,
+                         lock_timeout=self.s.crawl_state.heartbeat_timeout)
         for u in gone:
             log.info("removed (no longer in the sitemap): %s", u, extra={"url": u})
 

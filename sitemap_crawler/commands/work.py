@@ -206,7 +206,8 @@ def finish_crawl(site: Site, totals: Counter[str], interrupted: bool) -> None:
     observer = Observer(state.workers, site.settings.crawl_state.heartbeat_timeout)
     wid = new_worker_id()
     frontier = frontier_for(site, state) if site.settings.follow_links else None
-    url_index.merge(state, wid, observer.is_dead, observer.is_dead, site.base_dir, frontier)
+    url_index.merge(state, wid, observer.is_dead, observer.is_dead, site.base_dir, frontier,
+                    lock_timeout=site.settings.crawl_state.heartbeat_timeout)
     manifest = state.read_manifest()
     history = manifest.setdefault("crawls", [])
     history.append({"finished_at": utcnow(), **totals, "interrupted": interrupted})

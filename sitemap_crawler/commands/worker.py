@@ -103,7 +103,8 @@ def fold_links(site: Site, state: StateDir, worker_id: str,
     """Fold every journal into the index and its links into tickets (F1); the number of new
     URLs.  No journal is deleted here: workers are running."""
     frontier = frontier_for(site, state)
-    url_index.merge(state, worker_id, is_dead, lambda _w: False, site.base_dir, frontier)
+    url_index.merge(state, worker_id, is_dead, lambda _w: False, site.base_dir, frontier,
+                    lock_timeout=site.settings.crawl_state.heartbeat_timeout)
     return frontier.added
 
 
@@ -182,7 +183,8 @@ class Worker:
         s = self.s
         self.state.ensure()
         self.heartbeat = Heartbeat(self.state.workers, self.wid,
-                                   s.crawl_state.heartbeat_interval).start()
+                                   s.crawl_state.heartbeat_interval,
+                                   on_fail=self.stop.set).start()
         self.observer = Observer(self.state.workers, s.crawl_state.heartbeat_timeout)
         self.queue = TicketQueue(self.state, self.wid)
         self.journal = Journal(self.state.journal, self.wid)

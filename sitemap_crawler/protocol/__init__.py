@@ -15,18 +15,33 @@ measured on real shares (../shared/netfs/README.md) chose the primitives:
 The invariants, each explained where it is enforced:
 
 ======  =============================================================  ===============
-T1-T7   claim, ownership, complete, hand back, reclaim, at-least-once,  tickets.py
-        retention of the ticket queue (Maildir-like tmp -> new -> cur)
-H1-H5   heartbeats: announce before claiming, judged dead by content    heartbeat.py
-        not changing on the observer's clock, local pid shortcut
+D, R    directories fsynced after renames and creates where durability    fsutil.py
+        is claimed; a rename is judged by its unique destination, not
+        by its reply (SMB answers errors for renames that happened)
+L1-L4   RenameLock: token renamed to a unique name; the holder rewrites   fsutil.py
+        its content while it holds it; broken only after ``timeout`` of
+        unchanged content (observer's clock) or a proven-local death;
+        a holder that lost it finds out before it writes anything
+T1-T8   claim, ownership, complete, hand back, reclaim (progress read     tickets.py
+        before the rename; own-id orphans handed back), at-least-once,
+        retention, durability of the queue (Maildir-like tmp->new->cur)
+H1-H7   heartbeats: announce before claiming, judged dead by content     heartbeat.py
+        not changing on the observer's clock, local pid shortcut only
+        for a *proven* local id (machine id, boot, pid namespace; a
+        zombie is dead), write failures stop the worker, dead workers'
+        files pruned
 G1-G7   per-host politeness tokens renamed between ``.free`` and        hostgate.py
         ``.held.<worker>.<nonce>``; block files without absolute time
 J       one append-only journal per worker, fsynced before a ticket     journal.py
         completes; nobody else writes it
-I       url-index.json changed only by merge under a RenameLock,        index.py
-        written atomically; journals deleted only after the index
-        that holds them is in place
+I1, J2  url-index.json read and written only under the index lock,      index.py
+        written atomically; a journal deleted only after the index
+        that holds it is in place and while no ticket is claimed
+        under its worker's id
 ======  =============================================================  ===============
+
+Worker ids (state.py) are ``<full host>-<machine token>-<pid>-<nonce>``: unique per machine,
+and the only proof that a worker runs where its pid can be checked.
 
 Modules: ``fsutil`` (the primitives), ``state`` (the directory layout, worker ids),
 ``tickets``, ``heartbeat``, ``hostgate``, ``journal``, ``index``.

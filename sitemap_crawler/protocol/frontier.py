@@ -66,21 +66,18 @@ class Frontier:
         self.added = 0
         self.over_cap = 0
 
-    def has_intents(self) -> bool:
-        return bool(self._intents())
-
-    # -- F2: replay ----------------------------------------------------------------------------
-    def replay(self, idx: dict[str, dict[str, Any]]) -> int:
-        """Finish the intents a killed fold left: queued entries in, missing tickets written."""
-        n = 0
+    # -- F2: replay ---------------------------------------------------------------------------
+    def replay(self, idx: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
+        """The intents a killed fold left, their URLs marked queued in ``idx``; the caller
+        writes the index, then calls :meth:`commit` with ``replay=True`` for each."""
+        out = []
         for path in self._intents():
             intent = _load(path)
             if intent is None:  # torn: atomic_write never leaves one, so this is not ours
                 continue
             self._mark(idx, intent["urls"])
-            n += self._write_tickets(intent, replay=True)
-            path.unlink(missing_ok=True)
-        return n
+            out.append(intent)
+        return out
 
     # -- F1/F4: fold ---------------------------------------------------------------------------
     def fold(self, idx: dict[str, dict[str, Any]],
@@ -112,9 +109,10 @@ class Frontier:
         self.added += len(new)
         return intent
 
-    def commit(self, intent: dict[str, Any]) -> None:
-        """After the index holding the queued entries is written: tickets, then no intent."""
-        self._write_tickets(intent, replay=False)
+    def commit(self, intent: dict[str, Any], *, replay: bool = False) -> None:
+        """After the index holding the queued entries is written: tickets, then no intent.
+        A replayed intent writes only the tickets that do not exist yet in any state."""
+        self._write_tickets(intent, replay=replay)
         (self.dir / f"intent-{intent['id']}.json").unlink(missing_ok=True)
 
     # -- helpers -----------------------------------------------------------------------------

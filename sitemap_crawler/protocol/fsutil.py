@@ -9,6 +9,23 @@ What was measured on real shares (../shared/netfs/README.md) decides what is her
 * Files that change hands are written whole under a temporary name and renamed into place
   (:func:`atomic_write`), so a reader never sees half a file and a crash leaves at most a
   stray temporary file (named ``.tmp-*``; :func:`sweep_tmp` removes old ones).
+* D (durability). Where power-loss safety is claimed (``atomic_write`` with ``fsync``, ticket
+  moves, journal creation) the directory is fsynced after the create or rename
+  (:func:`fsync_dir`); a filesystem that refuses fsync on a directory (EINVAL/EBADF, some
+  FUSE shares) is tolerated, any other error is raised.
+* R (idempotent renames). A rename that reports an error may still have happened on the
+  server (SMB, a retried request): :func:`move_exclusive` then looks at its unique
+  destination, which only this caller can have made, before it believes the error.
+* L1-L4 (:class:`RenameLock`). L1: taking the lock is the exclusive rename of the token
+  ``<name>.free`` to ``<name>.held.<owner>.<nonce>``.  L2: while it holds the lock, the holder
+  rewrites the held token's *content* (a counter) every ``interval`` from a thread, as a
+  worker's heartbeat does (heartbeat.py H1).  L3: another process breaks the lock (renames
+  the token back to ``.free``) only if that content has not changed for ``timeout`` seconds
+  of its *own* monotonic clock, or if the holder is proven dead on this machine
+  (``local_dead``, heartbeat.py H3).  L4: a holder whose token is gone has lost the lock: its
+  next beat or :meth:`RenameLock.check` raises :class:`LockLost`, and it must check before
+  every write it makes under the lock (``atomic_write(..., before_replace=lock.check)``).
+  What stays open: a holder paused inside the one ``rename`` after its last check.
 """
 
 from __future__ import annotations
@@ -17,13 +34,35 @@ import contextlib
 import errno
 import os
 import secrets
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
 
+from sitemap_crawler.errors import CrawlError
+
 # errno values that mean "someone else got there first" on one of the shares we support.
 LOST_RACE = {errno.ENOENT, errno.EBUSY, errno.EACCES, errno.EPERM, errno.EEXIST, errno.ENOTEMPTY}
 TMP_PREFIX = ".tmp-"
+# fsync on a directory refused by the filesystem (not an I/O error): nothing more can be done.
+_DIR_FSYNC_REFUSED = {errno.EINVAL, errno.EBADF}
+
+
+def fsync_dir(directory: Path) -> None:
+    """Make the creates and renames done in ``directory`` survive a power loss (D)."""
+    try:
+        fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)
+    except OSError as e:
+        if e.errno in _DIR_FSYNC_REFUSED:
+            return
+        raise
+    try:
+        os.fsync(fd)
+    except OSError as e:
+        if e.errno not in _DIR_FSYNC_REFUSED:
+            raise
+    finally:
+        os.close(fd)
 
 
 def tmp_name(target: Path) -> Path:
@@ -31,13 +70,15 @@ def tmp_name(target: Path) -> Path:
     return target.with_name(f"{TMP_PREFIX}{target.name}.{os.getpid()}.{secrets.token_hex(4)}")
 
 
-def atomic_write(
-    target: Path, data: bytes | str, *, fsync: bool = True, replace_retries: int = 20
-) -> None:
+def atomic_write(target: Path, data: bytes | str, *, fsync: bool = True,
+                 replace_retries: int = 20,
+                 before_replace: Callable[[], None] | None = None) -> None:
     """Write ``data`` to ``target`` so that readers see the old or the new file, never a mix.
 
-    On SMB, replacing a file that a reader holds open fails with EEXIST/EBUSY/EACCES: the
-    rename is retried for a while (readers hold files for milliseconds).
+    With ``fsync`` the data and then the directory entry are made durable (D).  On SMB,
+    replacing a file that a reader holds open fails with EEXIST/EBUSY/EACCES: the rename is
+    retried for a while (readers hold files for milliseconds).  ``before_replace`` runs just
+    before the rename and may raise to abandon the write (a lock holder's L4 check).
     """
     if isinstance(data, str):
         data = data.encode("utf-8")
@@ -49,36 +90,49 @@ def atomic_write(
             if fsync:
                 f.flush()
                 os.fsync(f.fileno())
+        if before_replace is not None:
+            before_replace()
         for attempt in range(replace_retries):
             try:
                 os.replace(tmp, target)
                 done = True
-                return
+                break
             except OSError as e:
                 if e.errno not in (errno.EEXIST, errno.EBUSY, errno.EACCES) or (
                     attempt == replace_retries - 1
                 ):
                     raise
                 time.sleep(0.02 * (attempt + 1))
+        if fsync:
+            fsync_dir(target.parent)
     finally:
         if not done:
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(tmp)
 
 
-def move_exclusive(src: Path, dst: Path) -> bool:
+def move_exclusive(src: Path, dst: Path, *, durable: bool = False) -> bool:
     """Move ``src`` to the unique name ``dst``; True only if this call won.
 
-    ``dst`` must be a name nobody else will ever use (it carries the mover's id), so a
-    success that SMB reports to a loser is caught by checking that ``dst`` exists.
+    ``dst`` must be a name nobody else will ever use (it carries the mover's id), so its
+    existence decides, not the reply: a success that SMB reports to a loser is caught, and a
+    rename that happened on the server but answered an error is not taken for a loss (R).
+    ``durable`` fsyncs both directories afterwards (D).
     """
     try:
         os.rename(src, dst)
     except OSError as e:
-        if e.errno in LOST_RACE:
-            return False
-        raise
-    return dst.exists()
+        if not dst.exists():
+            if e.errno in LOST_RACE:
+                return False
+            raise
+    if not dst.exists():
+        return False
+    if durable:
+        fsync_dir(dst.parent)
+        if src.parent != dst.parent:
+            fsync_dir(src.parent)
+    return True
 
 
 def read_bytes(path: Path) -> bytes | None:
@@ -142,47 +196,136 @@ def ensure_token_dir(directory: Path, tokens: list[str]) -> bool:
                 tmp.rmdir()
 
 
+class LockLost(CrawlError):
+    """L4: this holder's lock token was taken by another process (we were judged dead)."""
+
+
 class RenameLock:
     """A lock that holds across machines: the token ``<name>.free`` renamed to a unique name.
 
-    Taking it is the exclusive rename of T1 (tickets.py); a holder found dead by ``is_dead``
-    loses it to whoever renames its token back first.  Between processes of one machine this
-    costs two renames; nothing here trusts clocks, O_EXCL or flock.
+    See L1-L4 in the module docstring.  Between processes of one machine this costs two
+    renames and a small write per ``interval``; nothing here trusts clocks, O_EXCL or flock.
     """
 
-    def __init__(self, directory: Path, name: str, owner: str) -> None:
+    RECORD = 128  # fixed size: the in-place rewrite of L2 never changes the file's length
+
+    def __init__(self, directory: Path, name: str, owner: str, *, timeout: float = 60.0,
+                 interval: float | None = None,
+                 local_dead: Callable[[str], bool] | None = None) -> None:
         self.directory, self.name, self.owner = directory, name, owner
         self.free = directory / f"{name}.free"
         self.held: Path | None = None
+        self.timeout = timeout
+        self.interval = interval if interval is not None else min(5.0, max(0.05, timeout / 6))
+        self.local_dead = local_dead
+        self.lost = threading.Event()
+        self._counter = 0
+        self._seen: dict[str, tuple[bytes | None, float]] = {}
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._beat_lock = threading.Lock()
 
-    def acquire(self, is_dead: Callable[[str], bool], timeout: float = 300.0) -> bool:
+    def acquire(self, timeout: float = 300.0) -> bool:
         deadline = time.monotonic() + timeout
         pause = 0.01
         while time.monotonic() < deadline:
             mine = self.directory / f"{self.name}.held.{self.owner}.{secrets.token_hex(3)}"
             if move_exclusive(self.free, mine):
                 self.held = mine
+                self.lost.clear()
+                self._beat()  # L2 at once: the token now differs from what it was when free
+                self._stop.clear()
+                self._thread = threading.Thread(target=self._run, name=f"lock-{self.name}",
+                                                daemon=True)
+                self._thread.start()
                 return True
-            self._break_dead(is_dead)
+            self._break_stale()
             time.sleep(pause)
             pause = min(pause * 1.5, 0.25)
         return False
 
-    def _break_dead(self, is_dead: Callable[[str], bool]) -> None:
+    def _beat(self) -> None:
+        """L2: rewrite the held token's content; L4: raise LockLost if it is gone."""
+        with self._beat_lock:
+            if self.held is None or self.lost.is_set():
+                raise LockLost(f"{self.directory}: lost the {self.name} lock")
+            self._counter += 1
+            rec = f"{self.owner} {self._counter} {secrets.token_hex(4)}".encode()
+            try:
+                fd = os.open(self.held, os.O_WRONLY)
+            except FileNotFoundError:
+                self.lost.set()
+                raise LockLost(f"{self.directory}: the {self.name} lock was taken by another "
+                               "process (this one was judged dead); nothing more written"
+                               ) from None
+            try:
+                os.pwrite(fd, rec[: self.RECORD - 1].ljust(self.RECORD - 1) + b"\n", 0)
+            finally:
+                os.close(fd)
+
+    def check(self) -> None:
+        """Raise LockLost unless this process still holds the lock (L4); proves it by a beat."""
+        self._beat()
+
+    def _run(self) -> None:
+        failures = 0
+        while not self._stop.wait(self.interval):
+            try:
+                self._beat()
+                failures = 0
+            except LockLost:
+                return
+            except OSError:
+                failures += 1  # a share's hiccup: the next beat may pass; L3 allows timeout
+                if failures * self.interval >= self.timeout:
+                    return
+
+    def _break_stale(self) -> None:
+        """L3: rename back to free a held token whose content stood still for ``timeout``."""
         prefix = f"{self.name}.held."
         try:
             names = os.listdir(self.directory)
         except FileNotFoundError:
             return
+        now = time.monotonic()
         for n in names:
-            if n.startswith(prefix):
-                holder = n[len(prefix):].rsplit(".", 1)[0]
-                if holder != self.owner and is_dead(holder):
-                    with contextlib.suppress(OSError):
-                        os.rename(self.directory / n, self.free)
+            if not n.startswith(prefix):
+                continue
+            holder = n[len(prefix):].rsplit(".", 1)[0]
+            if holder == self.owner:
+                continue
+            content = read_bytes(self.directory / n)
+            seen = self._seen.get(n)
+            if seen is None or seen[0] != content:
+                self._seen[n] = (content, now)
+                stale = False
+            else:
+                stale = now - seen[1] >= self.timeout
+            if stale or (self.local_dead is not None and self.local_dead(holder)):
+                with contextlib.suppress(OSError):
+                    os.rename(self.directory / n, self.free)
+                self._seen.pop(n, None)
 
     def release(self) -> None:
-        if self.held is not None:
-            # The free name cannot exist while we hold the token, so this never replaces a file.
-            os.rename(self.held, self.free)
-            self.held = None
+        """Hand the token back; raises LockLost if another process had taken it (L4)."""
+        if self.held is None:
+            return
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=self.interval + 5)
+        held, self.held = self.held, None
+        # The free name cannot exist while we hold the token, so this never replaces a file.
+        for attempt in range(20):
+            try:
+                os.rename(held, self.free)
+                break
+            except FileNotFoundError:
+                self.lost.set()
+                break
+            except OSError as e:  # SMB: EBUSY/EACCES while a breaker reads the token (L3)
+                if e.errno not in LOST_RACE or attempt == 19:
+                    raise
+                time.sleep(0.01 * (attempt + 1))
+        if self.lost.is_set():
+            raise LockLost(f"{self.directory}: the {self.name} lock was taken by another "
+                           "process while this one held it (judged dead)")

@@ -12,61 +12,115 @@ Protocol (measured on real shares, ../shared/netfs/README.md):
   compared with the local clock: clocks differ between machines, ``touch`` is whole-second on
   shares, and attribute caches lie.  A fresh observer therefore needs ``heartbeat_timeout``
   seconds of watching before it may call a remote worker dead.
-* H3. Shortcut on the observer's own machine: a worker whose id names this host and whose pid
-  is not running (or runs a different process: start time differs) is dead at once.  A pid
-  that runs proves nothing (the process may be paused): then H2 decides.
+* H3. Shortcut on the observer's own machine: a worker *proven* to run on this machine
+  (its id carries the same host name and the same machine token: machine id, boot id and pid
+  namespace, state.machine_token) whose pid is not running, is a zombie (state Z), or runs a
+  different process (start time differs) is dead at once.  A host name alone proves nothing
+  (two machines may share one), and a pid that runs proves nothing either (the process may
+  be paused): then H2 decides.
 * H4. A worker named in a claimed ticket but with no heartbeat file is watched the same way
   (its file may not be visible yet: sshfs shows new files to the other mount after ~20 s).
 * H5. A worker that was declared dead finds its file gone or renamed to ``.dead`` when it next
-  beats; it must then treat every ticket it holds as lost (tickets.py checks ownership anyway).
+  beats: it says so in the log and writes its file anew (it is alive after all).  Its tickets
+  were taken back; T2 (tickets.py) makes it drop them without writing anything more.
+* H6. A heartbeat that cannot be written is retried; after ``FAIL_AFTER`` failures in a row the
+  worker is told to stop (``on_fail``) and the error is logged: a worker that cannot prove it
+  is alive would soon see its tickets taken back and would repeat work for nothing.
+* H7 (pruning). ``workers/<w>.dead`` and ``workers/<w>.lock`` of a dead worker are deleted by
+  the index merge (index.py J2) once no ticket is claimed under ``w`` and its journal is
+  gone: by then nothing of it is left to reclaim or merge, and every later merge and
+  ``status`` would otherwise read them again, for ever.
 """
 
 from __future__ import annotations
 
 import contextlib
 import json
+import logging
 import os
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from sitemap_crawler.protocol.fsutil import atomic_write, read_bytes
-from sitemap_crawler.protocol.state import hostname, parse_worker_id
+from sitemap_crawler.protocol.state import (
+    UNKNOWN_MACHINE,
+    WorkerIdParts,
+    hostname,
+    machine_token,
+    parse_worker_id,
+)
+
+log = logging.getLogger(__name__)
+FAIL_AFTER = 3  # H6: heartbeat writes failing in a row before the worker is stopped
 
 RECORD_SIZE = 1024  # fixed size: in-place rewrites never change the file's length
 
 
-def pid_start_time(pid: int) -> str | None:
-    """The process start time from /proc (clock ticks since boot), to detect pid reuse."""
+def _proc_stat(pid: int) -> list[str] | None:
+    """Fields of /proc/<pid>/stat after the command name (state first), or None."""
     try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-        return stat.rsplit(")", 1)[1].split()[19]
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     except (OSError, IndexError):
         return None
 
 
+def pid_start_time(pid: int) -> str | None:
+    """The process start time from /proc (clock ticks since boot), to detect pid reuse."""
+    fields = _proc_stat(pid)
+    return fields[19] if fields and len(fields) > 19 else None
+
+
 def pid_alive(pid: int, start: str | None = None) -> bool:
+    """Is ``pid`` a running (or paused) process, the one started at ``start`` if given?
+
+    A killed process stays a zombie (state Z) until its parent reaps it, and its pid still
+    answers ``kill(pid, 0)``: a zombie is dead (H3).
+    """
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
         return False
     except PermissionError:
-        return True
-    return start is None or pid_start_time(pid) in (None, start)
+        pass
+    fields = _proc_stat(pid)
+    if fields is None:
+        return True  # no /proc: cannot tell more
+    if fields[0] in ("Z", "X"):
+        return False
+    return start is None or len(fields) <= 19 or fields[19] == start
+
+
+def is_local(parts: WorkerIdParts) -> bool:
+    """H3: the worker provably runs where our pids mean the same processes."""
+    mine = machine_token()
+    return parts.machine == mine and mine != UNKNOWN_MACHINE and parts.host == hostname()
+
+
+def proven_dead(worker_id: str) -> bool:
+    """True only if ``worker_id`` ran on this machine and its pid is gone or a zombie.
+
+    Without a start time to compare, a reused pid counts as alive: never a false "dead".
+    """
+    parts = parse_worker_id(worker_id)
+    return parts is not None and is_local(parts) and not pid_alive(parts.pid)
 
 
 class Heartbeat:
     """Background thread that proves this worker is alive (H1) and notices being buried (H5)."""
 
-    def __init__(self, workers_dir: Path, worker_id: str, interval: float) -> None:
+    def __init__(self, workers_dir: Path, worker_id: str, interval: float,
+                 on_fail: Callable[[], None] | None = None) -> None:
         self.path = workers_dir / f"{worker_id}.lock"
         self.worker_id = worker_id
         self.interval = interval
         self.counter = 0
         self.info: dict[str, Any] = {}
-        self.declared_dead = threading.Event()
+        self.on_fail = on_fail
+        self.failed = threading.Event()  # H6: set when the heartbeat could not be written
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="heartbeat", daemon=True)
         self._lock = threading.Lock()
@@ -99,7 +153,10 @@ class Heartbeat:
         try:
             fd = os.open(self.path, os.O_WRONLY)
         except FileNotFoundError:
-            self.declared_dead.set()  # H5: somebody buried us; recreate so we count as alive
+            # H5: somebody judged us dead and took our tickets back (T2 drops them here).
+            log.warning("worker %s was judged dead by another process (paused or cut off?); "
+                        "it goes on, and drops any ticket that was taken back",
+                        self.worker_id)
             atomic_write(self.path, data)
             return
         try:
@@ -108,9 +165,22 @@ class Heartbeat:
             os.close(fd)
 
     def _run(self) -> None:
-        while not self._stop.wait(self.interval):
-            with contextlib.suppress(OSError):
+        failures = 0
+        while not self._stop.wait(self.interval if failures == 0 else
+                                  min(self.interval, 0.2 * failures)):
+            try:
                 self.beat()
+                failures = 0
+            except OSError as e:  # H6: retried; then the worker is stopped, loudly
+                failures += 1
+                if failures < FAIL_AFTER:
+                    continue
+                log.error("worker %s cannot write its heartbeat %s (%s); stopping it",
+                          self.worker_id, self.path, e.strerror or e)
+                self.failed.set()
+                if self.on_fail is not None:
+                    self.on_fail()
+                return
 
     def stop(self, remove: bool = True) -> None:
         self._stop.set()
@@ -134,7 +204,6 @@ class Observer:
     workers_dir: Path
     timeout: float
     _seen: dict[str, _Seen] = field(default_factory=dict)
-    _host: str = field(default_factory=hostname)
 
     def read(self, worker_id: str) -> bytes | None:
         return read_bytes(self.workers_dir / f"{worker_id}.lock")
@@ -150,16 +219,16 @@ class Observer:
         return now - seen.since
 
     def local_verdict(self, worker_id: str) -> bool | None:
-        """H3: True/False if the worker runs on this host and we can look at its pid."""
-        parsed = parse_worker_id(worker_id)
-        if parsed is None or parsed[0] != self._host:
+        """H3: True/False if the worker provably runs on this machine, else None."""
+        parts = parse_worker_id(worker_id)
+        if parts is None or not is_local(parts):
             return None
         start = None
         content = self.read(worker_id)
         if content:
-            with contextlib.suppress(ValueError):
+            with contextlib.suppress(ValueError, AttributeError):
                 start = json.loads(content).get("pid_start")
-        return pid_alive(parsed[1], start)
+        return pid_alive(parts.pid, start)
 
     def is_dead(self, worker_id: str) -> bool:
         # H3 only ever shortens the wait: a local pid that still runs may be paused (SIGSTOP),

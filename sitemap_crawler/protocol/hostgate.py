@@ -314,14 +314,6 @@ class HostGate:
             taken += 1
         return taken
 
-    def holders(self, host: str, parallel: int) -> list[str]:
-        """Worker ids that hold a token of ``host`` (for status displays; may be stale)."""
-        try:
-            names = os.listdir(self.slots_dir(host, parallel))
-        except FileNotFoundError:
-            return []
-        return [m.group(2) for n in names if (m := _HELD_RE.match(n))]
-
     # -- block file (G7) ----------------------------------------------------------------
 
     def _read_block(self, host: str, fresh: bool = False) -> _Block:
@@ -374,6 +366,7 @@ class HostGate:
         return self._remaining(host, self._read_block(host))
 
     def block_reason(self, host: str) -> str:
+        """Why ``host`` is blocked (what `status` and tests read; "" when it is not)."""
         return self._read_block(host).reason
 
     def failures(self, host: str) -> int:

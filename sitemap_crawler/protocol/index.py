@@ -14,6 +14,26 @@ cost per URL does not grow with the index, two machines never lose each other's 
 a crash leaves either the old or the new index, never a torn one.  A corrupt index found at
 start is reported and rebuilt from what survives (the journals and the front matter of the
 markdown files), never silently dropped.
+
+Invariants:
+
+* I1. url-index.json is read for a merge and written only under the index RenameLock
+  (fsutil L1-L4), and the write is abandoned if the lock was lost meanwhile
+  (``before_replace=lock.check``): a merge slower than ``heartbeat_timeout`` keeps its lock
+  because the lock beats (L2), and a holder that was paused past it and lost the lock fails
+  with one line instead of overwriting a newer index.  Even with no journal to fold, the
+  index is read under the lock: on SMB a replace is not atomic, and an index read as
+  "missing" between the two steps would look like a first crawl.
+* J2. A journal is deleted only after the index holding its records is in place, when its
+  worker is gone (closed journal, or ``is_gone``), **and while no ticket is claimed under
+  that worker's id** (``claimed/*_<w>.json``): the reclaimer (tickets.py T5) reads the
+  progress of a dead worker's ticket from its journal, so deleting it first would make the
+  next owner fetch every finished URL again.  The claimed directory is listed after the
+  index is written; on sshfs a new name shows in another mount's listing ~20 s late, so
+  ``heartbeat_timeout`` must stay above that (it is 60 s by default).
+* H7 (heartbeat.py). With its journal, the ``workers/<w>.dead`` (and the ``.lock`` of a
+  worker that is gone) are deleted once no ticket is claimed under ``w``: N crashes leave
+  no files behind once their tickets are reclaimed and merged.
 """
 
 from __future__ import annotations
@@ -31,8 +51,10 @@ from sitemap_crawler.errors import CrawlError
 from sitemap_crawler.frontmatter import read_front_matter
 from sitemap_crawler.protocol.frontier import Frontier
 from sitemap_crawler.protocol.fsutil import RenameLock, atomic_write, unlink_quiet
+from sitemap_crawler.protocol.heartbeat import proven_dead
 from sitemap_crawler.protocol.journal import journal_files, owner_of, read_journal
 from sitemap_crawler.protocol.state import StateDir
+from sitemap_crawler.protocol.tickets import claimed_owners
 
 log = logging.getLogger(__name__)
 
@@ -102,36 +124,31 @@ def apply(idx: dict[str, dict[str, Any]], rec: dict[str, Any]) -> None:
 
 def merge(state: StateDir, worker_id: str, is_dead: Callable[[str], bool],
           is_gone: Callable[[str], bool], output_dir: Path | None = None,
-          frontier: Frontier | None = None) -> int:
-    """Fold every journal into url-index.json; delete the journals of workers that are gone.
+          frontier: Frontier | None = None, *, lock_timeout: float = 60.0) -> int:
+    """Fold every journal into url-index.json; delete what J2 and H7 allow.
 
-    ``is_dead`` breaks a merge lock held by a dead worker; ``is_gone(worker)`` says a journal
-    will not grow any more (closed, or its worker is dead), so it can be deleted once merged.
+    ``is_gone(worker)`` says a journal will not grow any more (its worker is dead), so it can
+    be deleted once merged and its tickets reclaimed.  ``is_dead`` is kept for callers; the
+    lock is broken by L3 (fsutil), with ``lock_timeout`` the config's heartbeat_timeout.
     With a ``frontier`` (link following), the records' links become tickets in the same
     fold (protocol/frontier.py, F1-F2).  Returns the number of journal records applied.
     """
-    return _merge(state, worker_id, is_dead, is_gone, output_dir, frontier)[0]
+    return _merge(state, worker_id, is_gone, output_dir, lock_timeout, frontier)[0]
 
 
 def merged_index(state: StateDir, worker_id: str, is_dead: Callable[[str], bool],
-                 output_dir: Path | None = None,
-                 frontier: Frontier | None = None) -> dict[str, dict[str, Any]]:
-    """The index with every journal folded in, read (and parsed) once."""
-    _applied, idx = _merge(state, worker_id, is_dead, is_dead, output_dir, frontier)
-    return idx if idx is not None else load_or_rebuild(state, output_dir)
+                 output_dir: Path | None = None, frontier: Frontier | None = None, *,
+                 lock_timeout: float = 60.0) -> dict[str, dict[str, Any]]:
+    """The index with every journal folded in, read (and parsed) once, under the lock (I1)."""
+    return _merge(state, worker_id, is_dead, output_dir, lock_timeout, frontier)[1]
 
 
-def _merge(state: StateDir, worker_id: str, is_dead: Callable[[str], bool],
-           is_gone: Callable[[str], bool], output_dir: Path | None,
-           frontier: Frontier | None = None,
-           ) -> tuple[int, dict[str, dict[str, Any]] | None]:
-    files = journal_files(state.journal)
-    if not files and (frontier is None or not frontier.has_intents()):
-        return 0, None
-    with _index_lock(state, worker_id, is_dead):
+def _merge(state: StateDir, worker_id: str, is_gone: Callable[[str], bool],
+           output_dir: Path | None, lock_timeout: float, frontier: Frontier | None = None,
+           ) -> tuple[int, dict[str, dict[str, Any]]]:
+    with _index_lock(state, worker_id, lock_timeout) as lock:
         idx = load_or_rebuild(state, output_dir)
-        if frontier is not None:
-            frontier.replay(idx)
+        replayed = frontier.replay(idx) if frontier is not None else []
         files = journal_files(state.journal)
         applied = 0
         linked: list[dict[str, Any]] = []
@@ -142,37 +159,73 @@ def _merge(state: StateDir, worker_id: str, is_dead: Callable[[str], bool],
                 if frontier is not None and rec.get("links"):
                     linked.append(rec)
         intent = frontier.fold(idx, linked) if frontier is not None else None
-        atomic_write(state.index_path, orjson.dumps(idx, option=orjson.OPT_SORT_KEYS))
-        if intent is not None:
-            frontier.commit(intent)  # type: ignore[union-attr]
-        for path in files:
-            if path.name.endswith(".closed.jsonl") or is_gone(owner_of(path)):
-                unlink_quiet(path)
+        if files or replayed or intent is not None:
+            atomic_write(state.index_path, orjson.dumps(idx, option=orjson.OPT_SORT_KEYS),
+                         before_replace=lock.check)
+        if frontier is not None:  # F2: tickets only once the index holding them is written
+            for done in replayed:
+                frontier.commit(done, replay=True)
+            if intent is not None:
+                frontier.commit(intent)
+        prune_journals(state, files, is_gone, lock.check)
         return applied, idx
+
+
+def prune_journals(state: StateDir, merged: list[Path], is_gone: Callable[[str], bool],
+                   check: Callable[[], None]) -> int:
+    """J2 and H7: delete merged journals, then heartbeat files, of workers that are gone and
+    hold no claimed ticket.  ``check`` raises if the index lock was lost.  Returns files
+    deleted."""
+    held = claimed_owners(state)
+    n = 0
+    for path in merged:
+        owner = owner_of(path)
+        if owner in held:
+            continue
+        if path.name.endswith(".closed.jsonl") or is_gone(owner):
+            check()
+            unlink_quiet(path)
+            n += 1
+    left = {owner_of(p) for p in journal_files(state.journal)}
+    try:
+        names = os.listdir(state.workers)
+    except FileNotFoundError:
+        return n
+    for name in names:
+        wid, dot, kind = name.rpartition(".")
+        if not dot or kind not in ("dead", "lock") or wid in held or wid in left:
+            continue
+        if kind == "dead" or is_gone(wid):
+            unlink_quiet(state.workers / name)
+            n += 1
+    return n
 
 
 def update(state: StateDir, worker_id: str, is_dead: Callable[[str], bool],
            fn: Callable[[dict[str, dict[str, Any]]], None],
-           output_dir: Path | None = None) -> None:
+           output_dir: Path | None = None, *, lock_timeout: float = 60.0) -> None:
     """Apply ``fn`` to the index under the index lock and write it back atomically.
 
     For changes that are not crawl results (tombstones of URLs gone from the sitemap); a
     crawl's results always go through the journals.
     """
-    with _index_lock(state, worker_id, is_dead):
+    with _index_lock(state, worker_id, lock_timeout) as lock:
         idx = load_or_rebuild(state, output_dir)
         fn(idx)
-        atomic_write(state.index_path, orjson.dumps(idx, option=orjson.OPT_SORT_KEYS))
+        atomic_write(state.index_path, orjson.dumps(idx, option=orjson.OPT_SORT_KEYS),
+                     before_replace=lock.check)
 
 
 @contextlib.contextmanager
-def _index_lock(state: StateDir, worker_id: str,
-                is_dead: Callable[[str], bool]) -> Iterator[None]:
-    """The cross-machine lock every writer of url-index.json holds (a RenameLock)."""
-    lock = RenameLock(state.locks, "index", worker_id)
-    if not lock.acquire(is_dead):
+def _index_lock(state: StateDir, worker_id: str, timeout: float) -> Iterator[RenameLock]:
+    """The cross-machine lock every writer of url-index.json holds (I1; fsutil L1-L4)."""
+    lock = RenameLock(state.locks, "index", worker_id, timeout=timeout, local_dead=proven_dead)
+    if not lock.acquire():
         raise CrawlError(f"{state.locks}: could not take the index lock (held by a live worker)")
     try:
-        yield
-    finally:
-        lock.release()
+        yield lock
+    except BaseException:
+        with contextlib.suppress(OSError, CrawlError):  # the error in flight is reported
+            lock.release()
+        raise
+    lock.release()  # raises LockLost (a CrawlError) if the lock was taken meanwhile

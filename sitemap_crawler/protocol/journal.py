@@ -4,8 +4,10 @@ Every worker appends one JSON line per finished URL to ``journal/<worker-id>.jso
 else writes that file, so no lock is needed on any share, and the cost per URL is one
 ``write`` no matter how large the index is.  Journals are folded into url-index.json by
 index.merge().  A torn last line (crash mid-write) is skipped by readers; the journal is
-fsynced before a ticket is completed, so a completed ticket's results survive a power loss.
-A worker that ends cleanly renames its journal to ``<worker-id>.closed.jsonl``.
+fsynced before a ticket is completed, and its directory entry when it is created (fsutil D),
+so a completed ticket's results survive a power loss.  A worker that ends cleanly renames its
+journal to ``<worker-id>.closed.jsonl``.  Journals are deleted only by the merge, and only as
+index.py J2 allows: never while a ticket is claimed under their worker's id.
 """
 
 from __future__ import annotations
@@ -15,6 +17,8 @@ import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+
+from sitemap_crawler.protocol.fsutil import fsync_dir
 
 
 class Journal:
@@ -26,6 +30,7 @@ class Journal:
         # journal, so keeping the offset ourselves is just as safe.
         self._fd = os.open(self.path, os.O_WRONLY | os.O_CREAT, 0o644)
         self._offset = os.fstat(self._fd).st_size
+        fsync_dir(journal_dir)
 
     def append(self, record: dict[str, Any]) -> None:
         data = (json.dumps(record, separators=(",", ":")) + "\n").encode()
@@ -44,6 +49,7 @@ class Journal:
         os.close(self._fd)
         self._fd = -1
         os.rename(self.path, self.closed_path)
+        fsync_dir(self.path.parent)
 
 
 def read_journal(path: Path) -> Iterator[dict[str, Any]]:

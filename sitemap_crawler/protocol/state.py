@@ -13,11 +13,19 @@ Layout (roadmap v0.4.0)::
 
 There is no database and no server: another machine that mounts the same directory sees the
 same state, and copying the directory copies the crawl.
+
+Worker ids are ``<full host>-<machine token>-<pid>-<nonce>`` (:func:`new_worker_id`): the
+full host name (two machines may share the first label), and a token that is equal only
+where pids can be compared (same machine id, boot and pid namespace).  Only the token proves
+that a worker is local (heartbeat.py H3).  ``$SITEMAP_CRAWLER_MACHINE_ID`` replaces
+/etc/machine-id, for tests and for containers that share one.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
+import logging
 import os
 import socket
 from dataclasses import dataclass
@@ -26,6 +34,8 @@ from typing import Any
 
 from sitemap_crawler.errors import CrawlError
 from sitemap_crawler.protocol.fsutil import atomic_write, ensure_token_dir
+
+log = logging.getLogger(__name__)
 
 TICKET_STATES = ("pending", "claimed", "completed", "failed")
 
@@ -80,32 +90,108 @@ class StateDir:
             raise CrawlError(f"cannot create state directory {self.root}: {e.strerror}") from None
 
     def read_manifest(self) -> dict[str, Any]:
+        """The manifest; only a *missing* file is empty, so history is never overwritten
+        because of a read error: an I/O error is a one-line CrawlError, and a corrupt file
+        is moved aside (``manifest.corrupt.<pid>.json``) with a warning before starting anew."""
         try:
-            data = json.loads(self.manifest_path.read_bytes())
-            return data if isinstance(data, dict) else {}
+            raw = self.manifest_path.read_bytes()
         except FileNotFoundError:
             return {}
-        except (ValueError, OSError):
-            return {}
+        except OSError as e:
+            raise CrawlError(f"cannot read {self.manifest_path}: {e.strerror}") from None
+        try:
+            data = json.loads(raw)
+        except ValueError:
+            data = None
+        if isinstance(data, dict):
+            return data
+        aside = self.manifest_path.with_name(f"manifest.corrupt.{os.getpid()}.json")
+        try:
+            os.rename(self.manifest_path, aside)
+        except OSError as e:
+            raise CrawlError(f"{self.manifest_path} is corrupt and cannot be moved aside: "
+                             f"{e.strerror}") from None
+        log.warning("%s was corrupt; kept as %s, starting a new history",
+                    self.manifest_path, aside.name)
+        return {}
 
     def write_manifest(self, data: dict[str, Any]) -> None:
         atomic_write(self.manifest_path, json.dumps(data, indent=2, sort_keys=True) + "\n")
 
 
+# For tests and for containers that share /etc/machine-id and the boot id but not their pids
+# (another pid namespace is detected by itself): names this machine instead of /etc/machine-id.
+MACHINE_ENV = "SITEMAP_CRAWLER_MACHINE_ID"
+UNKNOWN_MACHINE = "0" * 10  # no machine id and no boot id: nothing is ever proven local
+
+
 def hostname() -> str:
-    """This machine's name, made safe for file names (letters, digits, '-')."""
-    name = socket.gethostname().split(".")[0] or "host"
-    return "".join(c if c.isalnum() or c == "-" else "-" for c in name)[:40] or "host"
+    """This machine's *full* name, safe inside file names (``[A-Za-z0-9.-]``, <= 40 chars).
+
+    The first label alone is not enough: node1.us.example and node1.eu.example are two
+    machines.  A name longer than 40 characters is cut and a hash of the whole name appended,
+    so two long names that differ only at their end stay apart.
+    """
+    raw = socket.gethostname() or "host"
+    name = "".join(c if (c.isascii() and c.isalnum()) or c in ".-" else "-" for c in raw)
+    name = name.strip(".-") or "host"
+    if len(name) > 40:
+        name = name[:31].rstrip(".-") + "-" + hashlib.sha1(raw.encode()).hexdigest()[:8]
+    return name
+
+
+def _read_first(*paths: str) -> str:
+    for p in paths:
+        try:
+            text = Path(p).read_text().strip()
+        except OSError:
+            continue
+        if text:
+            return text
+    return ""
+
+
+def machine_token() -> str:
+    """10 hex digits, equal for two processes only if each can see the other's pid.
+
+    A hash of the machine id (or ``$SITEMAP_CRAWLER_MACHINE_ID``), the boot id and the pid
+    namespace: a pid means the same process only on the same machine, in the same boot, in
+    the same pid namespace (containers).  Without a machine id or boot id it is
+    ``UNKNOWN_MACHINE`` and no worker is ever judged by its pid (heartbeat.py H3).
+    """
+    machine = os.environ.get(MACHINE_ENV) or _read_first("/etc/machine-id",
+                                                        "/var/lib/dbus/machine-id")
+    boot = _read_first("/proc/sys/kernel/random/boot_id")
+    if not machine and not boot:
+        return UNKNOWN_MACHINE
+    try:
+        pidns = os.readlink("/proc/self/ns/pid")
+    except OSError:
+        pidns = ""
+    return hashlib.sha256(f"{machine}|{boot}|{pidns}".encode()).hexdigest()[:10]
 
 
 def new_worker_id() -> str:
-    """host-pid-nonce: unique across machines and restarts, and safe inside file names."""
-    return f"{hostname()}-{os.getpid()}-{os.urandom(3).hex()}"
+    """``<full host>-<machine token>-<pid>-<nonce>``: unique per machine, boot and process.
+
+    Only ``[A-Za-z0-9.-]`` (ticket names use ``_`` and ``[A-Za-z0-9._-]``), at most ~65
+    characters.  The machine token is what proves "same machine" (heartbeat.py H3), never the
+    host name: two machines may share a name.
+    """
+    return f"{hostname()}-{machine_token()}-{os.getpid()}-{os.urandom(3).hex()}"
 
 
-def parse_worker_id(wid: str) -> tuple[str, int] | None:
-    """(host, pid) from a worker id, or None if it is not one of ours."""
-    parts = wid.rsplit("-", 2)
-    if len(parts) != 3 or not parts[1].isdigit():
+@dataclass(frozen=True)
+class WorkerIdParts:
+    host: str
+    machine: str
+    pid: int
+
+
+def parse_worker_id(wid: str) -> WorkerIdParts | None:
+    """The parts of a worker id, or None if it is not one of ours (or of an older format)."""
+    parts = wid.rsplit("-", 3)
+    if (len(parts) != 4 or not parts[2].isdigit() or len(parts[1]) != 10
+            or any(c not in "0123456789abcdef" for c in parts[1])):
         return None
-    return parts[0], int(parts[1])
+    return WorkerIdParts(parts[0], parts[1], int(parts[2]))

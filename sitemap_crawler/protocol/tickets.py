@@ -1,7 +1,7 @@
 """The work queue: JSON tickets that change hands by rename, like Maildir's tmp→new→cur.
 
-File names (every name is unique for all time, so no rename ever targets an existing name;
-only ``[A-Za-z0-9._-]`` are used, as SMB clients escape others in listings)::
+File names (every name is unique for all time, so no *move* between states ever targets an
+existing name; only ``[A-Za-z0-9._-]`` are used, as SMB clients escape others in listings)::
 
     pending/<ticket>.<gen>.json               waiting; gen grows each time it is handed back
     claimed/<ticket>.<gen>_<worker>.json      held by <worker>
@@ -19,18 +19,28 @@ Invariants (see ../shared/netfs/README.md for why each primitive was chosen):
   cut off and lost its ticket drops it without writing anything else.
 * T3 (complete). ``claimed/X_w`` → ``completed/X_w`` (or ``failed/``) by rename: if the rename
   fails, somebody took the ticket back and the worker drops it.  Only then is the completed
-  file, which nobody else ever touches, rewritten with the final progress.
+  file rewritten with the final progress: the one rename onto an existing name in the queue
+  (``atomic_write``, retried on SMB).  Nobody else writes or renames that file; readers
+  (status, T7) take a moment's absence on SMB for "being finished" and skip it.
 * T4 (hand back). With progress ``done`` (url → final outcome), a ticket is written as a *new*
   file ``pending/X.<g+1>.json`` and the claimed file is removed.  A crash between the two steps
   leaves two copies: the work is done twice (results are idempotent), never lost.
 * T5 (reclaim). Tickets of a dead worker (heartbeat.py decides) are taken by renaming
-  ``claimed/X_dead`` to ``claimed/X_me`` (one reclaimer wins, as in T1), their progress is read
-  back from the dead worker's journal, and they are handed back as in T4.
+  ``claimed/X_dead`` to ``claimed/X_me`` (one reclaimer wins, as in T1) and handed back as in
+  T4 with their progress, which is read from the dead worker's journal *before* the rename:
+  while ``claimed/X_dead`` exists its journal is kept (index.py J2), so the progress is
+  complete.  What stays open: a reclaimer killed between its rename and its hand back
+  leaves the ticket under its own id with that progress only in its memory.
+* T5b (orphans). A ticket claimed under a worker's own id that the worker does not hold (a
+  rename that happened on the server but answered an error) is handed back by that worker's
+  own reclaim, so it never waits for itself.
 * T7 (retention). ``completed/`` is terminal: nothing renames a ticket out of it.  prepare
   deletes completed tickets whose ``completed_at`` (written by the finishing worker, T3) is
   older than ``crawl_state.keep_completed``; one without ``completed_at`` is being finished
   right now, or its finisher died in between, and is kept.  url-index.json holds each URL's
   outcome, so nothing is lost with them.  ``failed/`` is never pruned: it waits for ``resume``.
+* T8 (durability). Every move between states fsyncs both directories (fsutil D) before the
+  mover acts on it; tickets added by prepare are made durable by one ``os.sync()`` at its end.
 * T6 (at-least-once). Every URL of a ticket is processed at least once; results (markdown
   files, journal records) are idempotent, so doing one twice is harmless.
 """
@@ -38,6 +48,7 @@ Invariants (see ../shared/netfs/README.md for why each primitive was chosen):
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import random
 import time
@@ -53,8 +64,16 @@ from sitemap_crawler.protocol.fsutil import TMP_PREFIX, atomic_write, move_exclu
 from sitemap_crawler.protocol.state import StateDir
 from sitemap_crawler.timestamps import parse_ts, utcnow
 
-FINAL = "final"
+log = logging.getLogger(__name__)
 
+
+def claimed_owners(state: StateDir) -> set[str]:
+    """Worker ids under which some ticket is claimed right now (index.py J2, heartbeat H7)."""
+    try:
+        entries = os.listdir(state.ticket_dir("claimed"))
+    except FileNotFoundError:
+        return set()
+    return {n.owner for n in (TicketName.parse(e) for e in entries) if n and n.owner}
 
 @dataclass(frozen=True)
 class TicketName:
@@ -77,8 +96,7 @@ class TicketName:
 
     def file(self, owner: str | None = None, gen: int | None = None) -> str:
         g = self.gen if gen is None else gen
-        o = owner if owner is not None else None
-        return f"{self.ticket_id}.{g}_{o}.json" if o else f"{self.ticket_id}.{g}.json"
+        return f"{self.ticket_id}.{g}_{owner}.json" if owner else f"{self.ticket_id}.{g}.json"
 
 
 @dataclass
@@ -110,6 +128,7 @@ class TicketQueue:
         self.state = state
         self.worker_id = worker_id
         self.dirs = {s: state.ticket_dir(s) for s in ("pending", "claimed", "completed", "failed")}
+        self.held: set[str] = set()  # names of the claimed files this queue holds (T5b)
 
     # -- listing -----------------------------------------------------------------------------
     def names(self, state: str) -> list[TicketName]:
@@ -154,8 +173,12 @@ class TicketQueue:
 
     def _take(self, src: Path, name: TicketName) -> Claimed | None:
         dst = self.dirs["claimed"] / name.file(self.worker_id)
-        if not move_exclusive(src, dst):
+        if not move_exclusive(src, dst, durable=True):
             return None
+        return self._load_claimed(dst, name)
+
+    def _load_claimed(self, dst: Path, name: TicketName) -> Claimed | None:
+        self.held.add(dst.name)
         raw = read_bytes(dst)
         try:
             data = orjson.loads(raw) if raw else None
@@ -163,6 +186,7 @@ class TicketQueue:
             data = None
         if not isinstance(data, dict) or not isinstance(data.get("urls"), list):
             self._quarantine(dst)
+            self.held.discard(dst.name)
             return None
         data["claimed_by"], data["claimed_at"] = self.worker_id, utcnow()
         c = Claimed(TicketName(name.ticket_id, name.gen, self.worker_id), dst, data)
@@ -170,11 +194,14 @@ class TicketQueue:
         return c
 
     def _quarantine(self, path: Path) -> None:
-        """A ticket that cannot be read (torn by a power loss) goes aside, never silently away."""
+        """A ticket that cannot be read (torn by a power loss) goes aside, never silently away.
+
+        If it cannot be moved aside the error is raised: left in claimed/, it would make
+        every worker wait for it for ever."""
         bad = self.state.tickets / "corrupt"
         bad.mkdir(exist_ok=True)
-        with contextlib.suppress(OSError):
-            os.rename(path, bad / path.name)
+        log.error("ticket %s cannot be read; moved to %s", path.name, bad)
+        os.rename(path, bad / path.name)
 
     # -- T2 ----------------------------------------------------------------------------------
     def owned(self, c: Claimed) -> bool:
@@ -185,7 +212,8 @@ class TicketQueue:
         """Move to completed/ (or failed/ if some URL failed); None if the ticket was lost."""
         state = "failed" if c.failures else "completed"
         dst = self.dirs[state] / c.path.name
-        if not move_exclusive(c.path, dst):
+        self.held.discard(c.path.name)
+        if not move_exclusive(c.path, dst, durable=True):
             return None
         c.data.update(self._progress(c))
         c.data["completed_at"] = utcnow()
@@ -206,6 +234,7 @@ class TicketQueue:
             atomic_write(dst, orjson.dumps(data))
         with contextlib.suppress(FileNotFoundError):
             c.path.unlink()
+        self.held.discard(c.path.name)
         return True
 
     def _progress(self, c: Claimed) -> dict[str, Any]:
@@ -226,16 +255,25 @@ class TicketQueue:
         verdict: dict[str, bool] = {}
         for name in self.names("claimed"):
             owner = name.owner
-            if owner is None or owner == self.worker_id:
+            if owner is None:
+                continue
+            path = self.dirs["claimed"] / name.file(owner)
+            if owner == self.worker_id:
+                if path.name not in self.held:  # T5b: an orphan of a misreported rename
+                    c = self._load_claimed(path, name)
+                    if c is not None:
+                        c.done.update(progress_of(owner, name.ticket_id))
+                        self.hand_back(c)
                 continue
             if owner not in verdict:
                 verdict[owner] = is_dead(owner)
             if not verdict[owner]:
                 continue
-            c = self._take(self.dirs["claimed"] / name.file(owner), name)
+            done = progress_of(owner, name.ticket_id)  # T5: before the journal may go (J2)
+            c = self._take(path, name)
             if c is None:
                 continue
-            c.done.update(progress_of(owner, name.ticket_id))
+            c.done.update(done)
             self.hand_back(c)
             dead.add(owner)
         return sorted(dead)
