@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 from sites import cli, doc_site, popen_cli, write_config
-from test_work import page_hits, state_dir, wait_for
+from test_work import page_hits, state_dir
+from waiting import wait_until as wait_for
 
 from sitemap_crawler.protocol.heartbeat import read_heartbeat
 
