@@ -9,7 +9,8 @@ The package is laid out as the rooms a URL walks through (README "How it works")
     convert/    HTML to markdown, front matter, where files go, removals
     commands/   prepare, work (runner + worker), status: the rooms put to work
     demo/       the built-in demo site and ``sitemap-crawler demo``
-    cli.py      the command line, a thin layer over commands/
+    api.py      the Python API (below), which the command line calls too
+    cli.py      the command line, a thin layer over api.py and commands/
 
 Base modules every room may import: ``config``, ``errors``, ``logs``, ``timestamps``,
 ``frontmatter``.  Rooms import only the rooms listed as allowed in their ``__init__``
@@ -43,6 +44,10 @@ _API = {
     "site_status": "sitemap_crawler.commands.status",
     "html_to_markdown": "sitemap_crawler.convert.markdown",
     "Page": "sitemap_crawler.convert.markdown",
+    "config_from_dict": "sitemap_crawler.api",
+    "work": "sitemap_crawler.api",
+    "status": "sitemap_crawler.api",
+    "export": "sitemap_crawler.api",
 }
 
 __all__ = [
@@ -56,14 +61,19 @@ __all__ = [
     "Site",
     "UserError",
     "__version__",
+    "config_from_dict",
+    "export",
     "html_to_markdown",
     "load_config",
     "prepare",
     "run_site",
     "site_status",
+    "status",
+    "work",
 ]
 
 if TYPE_CHECKING:  # pragma: no cover - for type checkers and editors only
+    from sitemap_crawler.api import config_from_dict, export, status, work
     from sitemap_crawler.commands.prepare import PrepareResult, prepare
     from sitemap_crawler.commands.status import site_status
     from sitemap_crawler.commands.work import run_site

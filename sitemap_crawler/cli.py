@@ -266,6 +266,23 @@ def resume(
 
 
 @app.command()
+def export(
+    site: Annotated[str, typer.Argument(help="Site name from config.yaml.")],
+    fmt: Annotated[str, typer.Option("--format", "-f", help="jsonl, csv or parquet (needs "
+                                     "pyarrow).")] = "jsonl",
+    output: Annotated[Path | None, typer.Option("--output", "-o", help="File to write.")]
+    = None,
+) -> None:
+    """One row per URL the site knows: outcome, reason, status, file, validators, ..."""
+    from sitemap_crawler import api
+
+    if output is None:
+        raise UserError("export: -o PATH is required")
+    n = api.export(Ctx.config().site(site), output, fmt)
+    typer.echo(f"{site}: {n} URLs -> {output}")
+
+
+@app.command()
 def demo(
     workers: Annotated[int, typer.Option("--workers", "-w", help="Worker processes.")] = 4,
     output: Annotated[Path, typer.Option(help="Where the demo's markdown and state go.")]

@@ -34,7 +34,7 @@ def _room(path: Path) -> str:
     rel = path.relative_to(PKG)
     if len(rel.parts) > 1:
         return rel.parts[0]
-    return "cli" if rel.stem in ("cli", "__main__") else "base"
+    return "cli" if rel.stem in ("cli", "__main__", "api") else "base"
 
 
 def _imports(path: Path) -> list[str]:

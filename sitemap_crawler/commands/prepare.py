@@ -39,7 +39,9 @@ from typing import Any
 from urllib.parse import urlsplit
 
 import httpx
+import orjson
 
+from sitemap_crawler.commands.export import EXCLUDED_FILE
 from sitemap_crawler.commands.plan import Planner
 from sitemap_crawler.commands.smart import sample_changes
 from sitemap_crawler.commands.worker import frontier_for
@@ -55,6 +57,7 @@ from sitemap_crawler.errors import DiscoveryError
 from sitemap_crawler.fetch.decoding import ACCEPT_ENCODING
 from sitemap_crawler.protocol import index as url_index
 from sitemap_crawler.protocol.frontier import QUEUED
+from sitemap_crawler.protocol.fsutil import replace_file, tmp_name
 from sitemap_crawler.protocol.heartbeat import Observer
 from sitemap_crawler.protocol.hostgate import HostGate
 from sitemap_crawler.protocol.state import StateDir, new_worker_id
@@ -195,6 +198,33 @@ class _Tickets:
             "progress": {"total": len(entries), "success": 0, "failed": 0, "skipped": 0}})
 
 
+class _Excluded:
+    """URLs prepare leaves out, one JSON line each with the reason, for ``export``.
+
+    Written under a temporary name and renamed over ``excluded.jsonl`` when prepare ends, so
+    the file always describes one whole prepare; a dry run writes nothing.
+    """
+
+    def __init__(self, state: StateDir, enabled: bool) -> None:
+        self.path = state.root / EXCLUDED_FILE
+        self.tmp = tmp_name(self.path) if enabled else None
+        self.f = open(self.tmp, "wb") if self.tmp else None  # noqa: SIM115 - closed in close()
+
+    def add(self, url: str, reason: str) -> None:
+        if self.f is not None:
+            self.f.write(orjson.dumps({"url": url, "reason": reason}) + b"\n")
+
+    def close(self, keep: bool) -> None:
+        if self.f is None or self.tmp is None:
+            return
+        self.f.close()
+        self.f = None
+        if keep:
+            replace_file(self.tmp, self.path)
+        else:
+            self.tmp.unlink(missing_ok=True)
+
+
 class _Prepare:
     """One prepare run, in the order the module docstring gives: state, plan, admit, remove."""
 
@@ -213,11 +243,24 @@ class _Prepare:
         self.listed = UrlSet() if self.filtering else self.seen
         self.filtered: Counter[str] = Counter()
         self.rules = LinkRules(self.s, site.sources) if self.s.follow_links else None
+        self.excluded = _Excluded(self.state, enabled=False)
 
     def run(self, progress: Callable[[str], None] | None) -> PrepareResult:
         t0 = time.monotonic()
         res, dry_run = self.res, self.res.dry_run
         idx = self._load_index()
+        self.excluded = _Excluded(self.state, enabled=not dry_run)
+        try:
+            self._run(idx, progress, res, dry_run)
+        except BaseException:
+            self.excluded.close(keep=False)
+            raise
+        self.excluded.close(keep=True)
+        res.seconds = time.monotonic() - t0
+        return res
+
+    def _run(self, idx: dict[str, dict[str, Any]], progress: Callable[[str], None] | None,
+             res: PrepareResult, dry_run: bool) -> None:
         queue = TicketQueue(self.state, self.wid)
         if not dry_run and self.s.crawl_state.keep_completed > 0:
             res.tickets_pruned = queue.prune_completed(self.s.crawl_state.keep_completed)
@@ -227,7 +270,7 @@ class _Prepare:
         self.round_at = self._unfinished_round(queue)
         planner = Planner(self.s, full=self._full_crawl(idx))
         tickets = _Tickets(self.site, queue, res, self.now, hold=self.rules is not None)
-        stats = DiscoveryStats()
+        stats = DiscoveryStats(on_drop=self.excluded.add)
         cache = (SitemapCache(self.state.root / "sitemaps")
                  if self.s.cache_sitemaps and not dry_run else None)
         with http_client(self.site) as client:
@@ -261,14 +304,12 @@ class _Prepare:
         res.sitemaps_read = stats.sitemaps_read
         res.sitemaps_not_modified = stats.not_modified
         res.warnings = list(stats.errors) + res.warnings
-        res.seconds = time.monotonic() - t0
         if res.over_limit:
             res.warnings.append(f"max_urls_per_site={self.s.max_urls_per_site} reached: "
                                 f"{res.over_limit} URLs left out")
         if not dry_run:
             os.sync()  # ticket files were written without per-file fsync: make them durable
             self._record(tickets.run)
-        return res
 
     def _load_index(self) -> dict[str, dict[str, Any]]:
         if self.res.dry_run:
@@ -367,9 +408,11 @@ class _Prepare:
             self.listed.add(key)
             if (reason := self.filter.check(url)) is not None:
                 self.filtered[reason] += 1
+                self.excluded.add(url, "filter")
                 return
         if not self.seen.add(key):
             res.duplicates += 1
+            self.excluded.add(url, "duplicate")
             return
         if self.queued_any and key in self.queued:
             res.already_queued += 1
@@ -390,6 +433,7 @@ class _Prepare:
         limit = self.s.max_urls_per_site
         if limit and res.kept >= limit:
             res.over_limit += 1
+            self.excluded.add(url, "over_limit")
             return
         res.kept += 1
         entry: dict[str, Any] = {"url": url}

@@ -79,6 +79,17 @@ class DiscoveryStats:
     sources: list[SourceRead] = field(default_factory=list)
     errors_dropped: int = 0
     not_modified: int = 0  # sitemaps answered 304 and read from the kept copy
+    # Called with (url, reason) for each page URL left out (other_host, invalid), so
+    # prepare can keep the reason per URL for export; None: counted only.
+    on_drop: Callable[[str, str], None] | None = None
+
+    def drop(self, url: str, reason: str) -> None:
+        if reason == "other_host":
+            self.cross_host += 1
+        else:
+            self.invalid_urls += 1
+        if self.on_drop is not None:
+            self.on_drop(url, reason)
 
     def warn(self, line: str) -> None:
         if len(self.errors) < MAX_ERRORS:
@@ -391,10 +402,10 @@ class _Run:
                 for e in items:
                     if ok(e.url) is None:
                         if not is_http_url(e.url):
-                            stats.invalid_urls += 1
+                            stats.drop(e.url, "invalid")
                             continue
                         if not same_host(e.url, self.hosts):
-                            stats.cross_host += 1
+                            stats.drop(e.url, "other_host")
                             continue
                     keep.append(e)
             stats.urls_found += len(keep)

@@ -92,23 +92,29 @@ def atomic_write(target: Path, data: bytes | str, *, fsync: bool = True,
                 os.fsync(f.fileno())
         if before_replace is not None:
             before_replace()
-        for attempt in range(replace_retries):
-            try:
-                os.replace(tmp, target)
-                done = True
-                break
-            except OSError as e:
-                if e.errno not in (errno.EEXIST, errno.EBUSY, errno.EACCES) or (
-                    attempt == replace_retries - 1
-                ):
-                    raise
-                time.sleep(0.02 * (attempt + 1))
+        replace_file(tmp, target, replace_retries)
+        done = True
         if fsync:
             fsync_dir(target.parent)
     finally:
         if not done:
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(tmp)
+
+
+def replace_file(tmp: Path, target: Path, retries: int = 20) -> None:
+    """``os.replace`` that outlasts SMB's EEXIST/EBUSY/EACCES while a reader holds ``target``
+    open (readers hold files for milliseconds)."""
+    for attempt in range(retries):
+        try:
+            os.replace(tmp, target)
+            return
+        except OSError as e:
+            if e.errno not in (errno.EEXIST, errno.EBUSY, errno.EACCES) or (
+                attempt == retries - 1
+            ):
+                raise
+            time.sleep(0.02 * (attempt + 1))
 
 
 def move_exclusive(src: Path, dst: Path, *, durable: bool = False) -> bool:

@@ -38,7 +38,9 @@ Invariants:
 
 from __future__ import annotations
 
+import codecs
 import contextlib
+import json
 import logging
 import os
 from collections.abc import Callable, Iterator
@@ -229,3 +231,78 @@ def _index_lock(state: StateDir, worker_id: str, timeout: float) -> Iterator[Ren
             lock.release()
         raise
     lock.release()  # raises LockLost (a CrawlError) if the lock was taken meanwhile
+
+
+_CHUNK = 1 << 20
+
+
+def iter_entries(path: Path) -> Iterator[tuple[str, dict[str, Any]]]:
+    """``(url, entry)`` of url-index.json one at a time, holding one entry and about a MiB
+    of text in memory (export of a million URLs).  A missing index has no entries; a corrupt
+    one raises CrawlError (one line)."""
+    try:
+        f = open(path, "rb")  # noqa: SIM115 - closed by the with below
+    except FileNotFoundError:
+        return
+    dec = json.JSONDecoder()
+    utf8 = codecs.getincrementaldecoder("utf-8")()
+    with f:
+        buf, pos, eof = "", 0, False
+
+        def more() -> bool:
+            nonlocal buf, pos, eof
+            if eof:
+                return False
+            chunk = f.read(_CHUNK)
+            eof = not chunk
+            buf = buf[pos:] + utf8.decode(chunk, final=eof)
+            pos = 0
+            return True
+
+        def token(expect: str) -> str:
+            nonlocal pos
+            while True:
+                while pos < len(buf) and buf[pos] in " \t\r\n":
+                    pos += 1
+                if pos < len(buf):
+                    c = buf[pos]
+                    if c not in expect:
+                        raise CrawlError(f"{path}: corrupt url-index (unexpected {c!r})")
+                    pos += 1
+                    return c
+                if not more():
+                    raise CrawlError(f"{path}: corrupt url-index (ends too early)")
+
+        def value() -> Any:
+            nonlocal pos
+            while True:
+                while pos < len(buf) and buf[pos] in " \t\r\n":
+                    pos += 1
+                try:
+                    v, end = dec.raw_decode(buf, pos)
+                except json.JSONDecodeError as e:
+                    if more():
+                        continue
+                    raise CrawlError(f"{path}: corrupt url-index ({e})") from None
+                if end == len(buf) and not eof:  # a number may go on in the next chunk
+                    more()
+                    continue
+                pos = end
+                return v
+
+        token("{")
+        while True:
+            while pos < len(buf) and buf[pos] in " \t\r\n":
+                pos += 1
+            if pos >= len(buf) and not more():
+                raise CrawlError(f"{path}: corrupt url-index (ends too early)")
+            if buf[pos:pos + 1] == "}":
+                return
+            url = value()
+            token(":")
+            entry = value()
+            if not isinstance(url, str) or not isinstance(entry, dict):
+                raise CrawlError(f"{path}: corrupt url-index (not url -> object)")
+            yield url, entry
+            if token(",}") == "}":
+                return

@@ -1,0 +1,176 @@
+"""`export`: what happened to every URL a site knows, as a table (JSON lines, CSV, Parquet).
+
+One row per URL: those in url-index.json (crawled, skipped, failed, removed, or queued and
+not crawled yet) and those prepare left out (``excluded.jsonl`` in the state directory:
+filter, duplicate, other_host, invalid, over_limit).  A URL in both is one row, the index's.
+Rows stream from the files to the writer, so a million URLs never sit in memory at once
+(the index is read entry by entry, :func:`protocol.index.iter_entries`; a 64-bit hash per
+URL remembers what was written).
+
+Columns (stable; DuckDB and pandas read every format as is)::
+
+    url, outcome, reason, status_code, title, file_path, content_hash, etag,
+    last_modified, fetched_at, bytes, depth, source
+
+``outcome`` is one of written, unchanged, skipped, failed, removed, excluded, pending;
+``reason`` says why (robots, noindex, non_canonical, not_modified, same_content, http_404,
+too_short, filter, duplicate, ...), empty when the page was written.
+"""
+
+from __future__ import annotations
+
+import csv
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from sitemap_crawler.config import Site
+from sitemap_crawler.discover.urls import UrlSet
+from sitemap_crawler.errors import UserError
+from sitemap_crawler.protocol.frontier import QUEUED
+from sitemap_crawler.protocol.index import iter_entries
+from sitemap_crawler.protocol.state import StateDir
+
+COLUMNS = ("url", "outcome", "reason", "status_code", "title", "file_path", "content_hash",
+           "etag", "last_modified", "fetched_at", "bytes", "depth", "source")
+FORMATS = ("jsonl", "csv", "parquet")
+EXCLUDED_FILE = "excluded.jsonl"
+_INT_COLUMNS = ("status_code", "bytes", "depth")
+
+
+def export(site: Site, path: Path, fmt: str = "jsonl") -> int:
+    """Write every row of ``site`` to ``path`` in ``fmt``; the number of rows written."""
+    if fmt not in FORMATS:
+        raise UserError(f"--format: expected one of {', '.join(FORMATS)}, got {fmt!r}")
+    state = StateDir(site.state_dir)
+    if not state.exists():
+        raise UserError(f"{site.name}: nothing to export yet (run: sitemap-crawler crawl "
+                        f"{site.name})")
+    writer = {"jsonl": _write_jsonl, "csv": _write_csv, "parquet": _write_parquet}[fmt]
+    path.parent.mkdir(parents=True, exist_ok=True)
+    return writer(rows(site), path)
+
+
+def rows(site: Site) -> Iterator[dict[str, Any]]:
+    """Every row, the index's first, then the URLs prepare left out that the index lacks."""
+    state = StateDir(site.state_dir)
+    written = UrlSet()
+    for url, entry in iter_entries(state.index_path):
+        written.add(url)
+        yield index_row(url, entry, site.base_dir)
+    for rec in _excluded(state):
+        if written.add(rec["url"]):  # False: the index had it (or it was excluded twice)
+            yield {**_EMPTY, "url": rec["url"], "outcome": "excluded",
+                   "reason": rec.get("reason") or "", "source": rec.get("source") or ""}
+
+
+_EMPTY: dict[str, Any] = dict.fromkeys(COLUMNS, "") | dict.fromkeys(_INT_COLUMNS)
+
+
+def index_row(url: str, e: dict[str, Any], base_dir: Path) -> dict[str, Any]:
+    """One url-index.json entry as a row: outcome and reason from what the worker recorded."""
+    outcome, reason = _outcome(e)
+    file_path = e.get("file_path") or ""
+    if file_path and outcome == "removed" and not (base_dir / file_path).exists():
+        file_path = ""  # deleted (or moved aside) with the page
+    return {
+        "url": url, "outcome": outcome, "reason": reason,
+        "status_code": e.get("status_code"), "title": e.get("title") or "",
+        "file_path": file_path if outcome != "pending" else "",
+        "content_hash": e.get("content_hash") or "", "etag": e.get("etag") or "",
+        "last_modified": e.get("last_modified") or "",
+        "fetched_at": e.get("last_crawled") or "", "bytes": e.get("bytes"),
+        "depth": e.get("depth"), "source": e.get("found_on") or e.get("source") or "",
+    }
+
+
+def _outcome(e: dict[str, Any]) -> tuple[str, str]:
+    kind = str(e.get("outcome") or "")
+    if e.get("removed"):
+        return "removed", str(e.get("removed_reason") or "")
+    if kind in ("new", "changed"):
+        return "written", ""
+    if kind == "unchanged_304":
+        return "unchanged", "not_modified"
+    if kind == "unchanged_hash":
+        return "unchanged", "same_content"
+    if kind.startswith("skipped:"):
+        return "skipped", kind.split(":", 1)[1]
+    if kind in ("failed", "failed_permanent"):
+        return "failed", str(e.get("error") or _http(e) or "error")
+    if kind == "gone":
+        return "removed", _http(e) or "gone"
+    if kind == QUEUED:
+        return "pending", "not_crawled_yet"
+    return "failed", kind or "unknown"
+
+
+def _http(e: dict[str, Any]) -> str:
+    code = e.get("status_code")
+    return f"http_{code}" if isinstance(code, int) and code >= 400 else ""
+
+
+def _excluded(state: StateDir) -> Iterator[dict[str, Any]]:
+    try:
+        f = open(state.root / EXCLUDED_FILE, "rb")  # noqa: SIM115 - closed below
+    except FileNotFoundError:
+        return
+    with f:
+        for line in f:
+            try:
+                rec = orjson.loads(line)
+            except orjson.JSONDecodeError:
+                continue  # a torn last line of a killed prepare
+            if isinstance(rec, dict) and isinstance(rec.get("url"), str):
+                yield rec
+
+
+# -- writers ------------------------------------------------------------------------------
+
+def _write_jsonl(items: Iterator[dict[str, Any]], path: Path) -> int:
+    n = 0
+    with open(path, "wb") as f:
+        for row in items:
+            f.write(orjson.dumps(row) + b"\n")
+            n += 1
+    return n
+
+
+def _write_csv(items: Iterator[dict[str, Any]], path: Path) -> int:
+    n = 0
+    with open(path, "w", newline="", encoding="utf-8") as f:
+        w = csv.DictWriter(f, fieldnames=COLUMNS)
+        w.writeheader()
+        for row in items:
+            w.writerow(row)
+            n += 1
+    return n
+
+
+PARQUET_BATCH = 10_000
+
+
+def _write_parquet(items: Iterator[dict[str, Any]], path: Path) -> int:
+    try:
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+    except ImportError:
+        raise UserError("--format parquet needs pyarrow: pip install "
+                        "'sitemap-crawler[parquet]'") from None
+    schema = pa.schema([(c, pa.int64() if c in _INT_COLUMNS else pa.string())
+                        for c in COLUMNS])
+    n = 0
+    with pq.ParquetWriter(str(path), schema) as w:
+        batch: list[dict[str, Any]] = []
+        for row in items:
+            batch.append(row)
+            if len(batch) >= PARQUET_BATCH:
+                w.write_table(pa.Table.from_pylist(batch, schema=schema))
+                n += len(batch)
+                batch = []
+        if batch or n == 0:
+            w.write_table(pa.Table.from_pylist(batch, schema=schema))
+            n += len(batch)
+    return n
