@@ -45,7 +45,7 @@ def queued(out: Path) -> list[dict[str, Any]]:
     return entries
 
 
-def prepare(tmp: Path, source: str, *, check: bool = True, **settings: Any
+def prepare(tmp: Path, source: str | list[str], *, check: bool = True, **settings: Any
             ) -> tuple[int, str, list[str]]:
     """Run ``prepare`` once; returns exit code, stderr+stdout and the queued URLs in order."""
     tmp.mkdir(parents=True, exist_ok=True)
@@ -151,6 +151,12 @@ def test_loops_warn_when_nothing_is_lost_and_fail_when_nothing_is_left(
     for src in ("/self.xml", "/only-back.xml"):
         code, output, _ = prepare(tmp_path / src.strip("/"), u(src), check=False)
         assert "no URLs found, 1 sitemap(s) skipped as loops" in one_line_error(code, output)
+    # Two sources that share a sitemap: the second one's copy is no loop, nothing is lost.
+    server.route("/a-index.xml", xml(index(u("/s.xml"))))
+    server.route("/b-index.xml", xml(index(u("/s.xml"))))
+    code, output, urls = prepare(tmp_path / "two", [u("/a-index.xml"), u("/b-index.xml")])
+    assert code == 0 and urls == [u("/page")], output
+    assert "already read through an earlier source" in output
     # A redirect loop that never reaches a document says so (it is not "already read").
     server.route("/ping.xml", Response(301, headers={"Location": "/pong.xml"}))
     server.route("/pong.xml", Response(301, headers={"Location": "/ping.xml"}))

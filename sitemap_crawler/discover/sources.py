@@ -9,6 +9,11 @@ Every limit in :class:`~sitemap_crawler.config.Settings` is enforced here: respo
 decompressed bytes (``max_sitemap_size``), URLs per file, documents per run, index
 nesting, redirects.  A root source that cannot be used raises :class:`DiscoveryError`
 with one line; a failing child sitemap is recorded in ``stats.errors`` and skipped.
+
+Loops: a ``<loc>`` or a redirect that leads back to a document already read is skipped with
+a warning, since nothing is lost; when loops (or failures) leave a source with no URL at all,
+that is an error, so a cron job exits non-zero instead of quietly queueing nothing.  A host
+that does not resolve or accept connections stops a bare-site probe at once.
 """
 
 from __future__ import annotations
@@ -130,11 +135,13 @@ def discover(
     """Yield every page URL the sources list (duplicates included: the caller dedupes).
 
     A source is a sitemap or index (gzip or not), a bare site (robots.txt ``Sitemap:``
-    lines, else the common paths, plus ``/llms.txt``), a robots.txt, an llms.txt or
-    plain URL list, or an RSS/Atom feed.  ``client`` carries User-Agent and timeouts;
-    redirects are followed here with ``settings.max_redirects`` as the cap.  With a
-    ``cache`` (sitemapcache.py), documents are asked for conditionally and a 304 is served
-    from the kept copy.
+    lines, else the common paths, plus ``/llms.txt``, else ``/llms-full.txt``), a
+    robots.txt, an llms.txt, llms-full.txt or plain URL list, or an RSS/Atom/RDF feed.
+    Settings read here beyond the limits: ``allow_other_hosts``, ``skip_optional``,
+    ``markdown_twins`` (sets ``Entry.markdown_url``) and ``cache_sitemaps`` as a max age.
+    ``client`` carries User-Agent and timeouts; redirects are followed here with
+    ``settings.max_redirects`` as the cap.  With a ``cache`` (sitemapcache.py), documents
+    are asked for conditionally and a 304 is served from the kept copy.
     """
     run = _Run(settings, client, stats, progress)
     run.cache = cache
@@ -151,6 +158,7 @@ class _Run:
         self.stats = stats
         self.progress = progress
         self.seen: set[str] = set()  # normalised URLs of every document requested
+        self.seen_here: set[str] = set()  # ... while walking the current source
         self.fetched = 0
         self.budget_warned = False
         self.hosts: set[str] = set()
@@ -167,6 +175,7 @@ class _Run:
             raise DiscoveryError(f"{src!r}: not an http(s) URL")
         self._set_hosts({host_of(src)})
         self.failures = self.loops = 0
+        self.seen_here = set()
         parts = urlsplit(src)
         if parts.path in ("", "/") and not parts.query:
             found = yield from self._site(f"{parts.scheme}://{parts.netloc}", src)
@@ -266,7 +275,7 @@ class _Run:
         quiet = role in ("robots", "probe", "llms")
         key = normalize_url(url)
         if key in self.seen:
-            return self._loop(out, f"{url}: skipped, already read (sitemap loop)", role)
+            return self._loop(out, f"{url}: skipped, already read", role, key)
         if self.fetched >= self.s.max_sitemaps:
             out.error = "max_sitemaps reached"
             if not self.budget_warned:
@@ -276,11 +285,12 @@ class _Run:
             self.failures += 1
             return out
         self.seen.add(key)
+        self.seen_here.add(key)
         self.fetched += 1
         try:
             resp, final = self._open(url)
         except _AlreadyRead as e:
-            return self._loop(out, f"{url}: skipped, {e}", role)
+            return self._loop(out, f"{url}: skipped, {e}", role, e.args[1])
         except _Fail as e:
             out.error = str(e)
             out.unreachable = isinstance(e, _Unreachable)
@@ -308,13 +318,20 @@ class _Run:
                           + (f", {len(out.children)} sitemaps" if out.children else ""))
         return out
 
-    def _loop(self, out: _Outcome, warning: str, role: str) -> _Outcome:
-        """A document already read this run: skipped with a warning (nothing is lost)."""
+    def _loop(self, out: _Outcome, warning: str, role: str, key: str) -> _Outcome:
+        """A document already read this run: skipped with a warning (nothing is lost).
+
+        Read while walking this same source, it is a loop (or a listing twice); read through
+        an earlier source, it is a sitemap two sources share, and does not count as a loop.
+        """
         out.error = "already read (sitemap loop)"
         out.seen_before = True
         if role not in ("root", "robots", "probe", "llms"):
-            self.loops += 1
-            self.stats.warn(warning)
+            if key in self.seen_here:
+                self.loops += 1
+                self.stats.warn(warning + " (sitemap loop)")
+            else:
+                self.stats.warn(warning + " through an earlier source")
         return out
 
     def _open(self, url: str) -> tuple[httpx.Response, str]:
@@ -355,9 +372,9 @@ class _Run:
                 if any(normalize_url(u) == key for u in chain):
                     raise _Fail("redirect loop: " + " -> ".join([*chain, target])[:400])
                 if key in self.seen:
-                    raise _AlreadyRead(f"redirects to {target}, which was already read "
-                                       "(sitemap loop)")
+                    raise _AlreadyRead(f"redirects to {target}, which was already read", key)
                 self.seen.add(key)
+                self.seen_here.add(key)
                 chain.append(target)
                 url = target
                 continue
