@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import random
 import time
 from pathlib import Path
 from typing import Any
@@ -144,6 +145,8 @@ def test_loops_warn_when_nothing_is_lost_and_fail_when_nothing_is_left(
     code, output, urls = prepare(tmp_path / "a", u("/index.xml"))
     assert code == 0 and urls == [u("/page")], output
     assert output.count("sitemap loop") == 2, output
+    assert f"back.xml: skipped, redirects to {u('/index.xml')}, which was already read " \
+           "(sitemap loop)" in output
     # Each kind of loop alone leaves nothing: the same exit code for both.
     server.route("/self.xml", xml(index(u("/self.xml"))))
     server.route("/only-back.xml", xml(index(u("/to-parent.xml"))))
@@ -294,3 +297,31 @@ def test_sitemap_cache_max_age(server: LocalServer, tmp_path: Path) -> None:
     code, output, _ = prepare(tmp_path / "t", u("/sitemap.xml"), cache_sitemaps=True)
     code, output, _ = prepare(tmp_path / "t", u("/sitemap.xml"), cache_sitemaps=True)
     assert len(server.hits("/sitemap.xml")) == 4
+
+
+def test_cache_sitemaps_bad_value_is_one_line(server: LocalServer, tmp_path: Path) -> None:
+    cfg = write_config(tmp_path, server.url("/sitemap.xml"), cache_sitemaps="soon")
+    r = cli(cfg, "prepare", "docs", check=False)
+    assert r.returncode == 2 and "Traceback" not in r.stderr, r.stderr
+    assert "cache_sitemaps: expected true, false, or a max age" in r.stderr
+
+
+def test_utf8_repair_matches_whole_document_decoding_at_any_chunking() -> None:
+    from sitemap_crawler.discover.sitemap import _Utf8Repair
+
+    rng = random.Random(7)
+    alphabet = ["a", "<", "é", "ß", "€", "😀", "\ufffd"]
+    for _ in range(300):
+        good = "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 60))).encode()
+        data = bytearray(good)
+        for _ in range(rng.randint(0, 4)):  # stray, truncated or impossible bytes
+            data.insert(rng.randint(0, len(data)), rng.choice([0x80, 0xBF, 0xC3, 0xE2, 0xF0,
+                                                               0xF8, 0xFF]))
+        cuts = sorted(rng.sample(range(len(data) + 1), min(len(data) + 1, rng.randint(0, 6))))
+        rep = _Utf8Repair()
+        out = b"".join(rep.feed(bytes(data[a:b])) for a, b in zip([0, *cuts], [*cuts, len(data)],
+                                                                  strict=True))
+        out += rep.flush()
+        want = bytes(data).decode("utf-8", "replace")
+        assert out.decode() == want
+        assert rep.replaced == want.count("\ufffd") - bytes(data).count("\ufffd".encode())

@@ -290,7 +290,7 @@ class _Run:
         try:
             resp, final = self._open(url)
         except _AlreadyRead as e:
-            return self._loop(out, f"{url}: skipped, {e}", role, e.args[1])
+            return self._loop(out, f"{url}: skipped, {e.args[0]}", role, e.args[1])
         except _Fail as e:
             out.error = str(e)
             out.unreachable = isinstance(e, _Unreachable)
