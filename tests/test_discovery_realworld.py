@@ -325,3 +325,21 @@ def test_utf8_repair_matches_whole_document_decoding_at_any_chunking() -> None:
         want = bytes(data).decode("utf-8", "replace")
         assert out.decode() == want
         assert rep.replaced == want.count("\ufffd") - bytes(data).count("\ufffd".encode())
+
+
+def test_allow_other_hosts_crawls_the_other_host(server: LocalServer, tmp_path: Path) -> None:
+    """End to end: links to another host (localhost vs 127.0.0.1) are fetched and written."""
+    from sites import page_html
+
+    for i in range(2):
+        server.route(f"/guide/{i}.html", Response(body=page_html(i)))
+    other = f"http://localhost:{server.port}"
+    server.route("/llms.txt", text(f"# X\n\n## Docs\n\n- [0]({other}/guide/0.html)\n"
+                                   f"- [1]({other}/guide/1.html)\n"))
+    cfg = write_config(tmp_path, server.url("/llms.txt"), allow_other_hosts=True)
+    r = cli(cfg, "crawl", "docs", timeout=120)
+    assert "Traceback" not in r.stderr
+    written = sorted(p.relative_to(tmp_path / "out" / "md").as_posix()
+                     for p in (tmp_path / "out" / "md").rglob("*.md"))
+    host = f"localhost_{server.port}"
+    assert written == [f"{host}/guide/0.md", f"{host}/guide/1.md"], (written, r.stderr)
