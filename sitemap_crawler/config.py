@@ -77,7 +77,11 @@ class Settings:
     max_urls_per_sitemap: int = 50000
     max_sitemap_depth: int = 5
     max_sitemaps: int = 5000
-    cache_sitemaps: bool = True
+    cache_sitemaps: bool | Duration = True  # or how long a kept copy is used without asking
+    # discovery
+    allow_other_hosts: bool = False  # keep page links to other hosts (llms.txt, feeds)
+    skip_optional: bool = False  # leave out the links of llms.txt's "## Optional" section
+    markdown_twins: bool = False  # ask for a page's .md twin first (the llms.txt proposal)
     min_content_chars: int = 100
     # output
     output: str = "{domain}/{path}.md"
@@ -170,6 +174,14 @@ def _coerce(value: Any, typ: Any, key: str, path: Path) -> Any:
         if isinstance(value, bool):
             return value
         raise bad("true or false")
+    if typ == bool | Duration:  # cache_sitemaps: true, false, or a max age (hours if a number)
+        if isinstance(value, bool):
+            return value
+        m = _DURATION_RE.match(str(value).lower()) if isinstance(value, int | float | str) else None
+        if m is None:
+            raise bad("true, false, or a max age (hours, or e.g. '30m', '2d')")
+        age = float(m.group(1)) * _UNITS[m.group(2) or "h"]
+        return Duration(age) if age > 0 else True
     if typ is Duration:
         if isinstance(value, bool):
             raise bad("a duration (seconds, or e.g. '30m', '7d')")

@@ -7,12 +7,24 @@ lists, code blocks, bare URLs), so the parser takes every list-item link and eve
 URL line, ignores everything else, and never fails on a line.  Relative links resolve
 against the file's own URL.  A plain-text sitemap (one URL per line) is the degenerate
 case and comes out of the same parser.
+
+**llms-full.txt** is not an index but the pages themselves, concatenated as markdown.  Its
+links are the pages' own links (relative ones meant for each page, not for the file), so in
+this mode only the markers that say where a page came from are URLs.  Real files mark a page
+with a heading followed by a ``Source: URL`` line (Mintlify, and the files that copied it),
+``URL: /path`` (then a ``Source:`` names the raw source file: ``URL:`` wins), a YAML front
+matter block with ``url:``/``source:``, or a heading that is itself the page's URL.  A file
+named ``llms-full*.txt`` or ``llms-ctx-full*.txt`` is read this way from its first line; any
+other text file switches to it at the first heading + ``Source:``/``URL:`` header.
+
+**Markdown twins**: the proposal has a page offer its markdown at ``page.md`` (``index.html.md``
+for a URL ending in ``/``).  :func:`markdown_twin` and :func:`page_of_twin` map between them.
 """
 
 from __future__ import annotations
 
 import re
-from urllib.parse import urljoin
+from urllib.parse import urljoin, urlsplit
 
 from sitemap_crawler.discover.sitemap import Entry
 
@@ -28,16 +40,49 @@ _LINK = re.compile(r"\[((?:[^\[\]]|\[[^\[\]]*\])*)\]"
                    r"(?:\s+(?:\"[^\"]*\"|'[^']*'|\([^()]*\)))?\s*\)")
 _BARE = re.compile(r"(?:<)?(https?://[^\s<>]+?)(?:>)?")
 _MD_INLINE = re.compile(r"[*_`]+")
+# "Source: https://...", "URL: /docs/x", "**Source:** <https://...>" (a page's header line)
+_MARKER = re.compile(r"[*_]*(source|url)[*_]*\s*:[*_]*\s*<?((?:https?://|/)[^\s<>]*)>?\s*",
+                     re.I)
+_URL_HEADING = re.compile(r"#{1,6}\s+<?(https?://[^\s<>]+|/[^\s<>]*)>?\s*")
+_FULL_NAME = re.compile(r"llms(?:-ctx)?-full[^/]*\.txt$", re.I)
+
+
+def markdown_twin(url: str) -> str | None:
+    """The URL where the llms.txt proposal puts ``url``'s markdown; None if it is markdown."""
+    parts = urlsplit(url)
+    if parts.query or parts.path.endswith(".md"):
+        return None
+    base = url.split("#", 1)[0]
+    if not parts.path:
+        return base + "/index.html.md"
+    return base + "index.html.md" if base.endswith("/") else base + ".md"
+
+
+def page_of_twin(url: str) -> str | None:
+    """The page a ``.md`` twin URL stands for (``/a/index.html.md`` -> ``/a/``); else None."""
+    parts = urlsplit(url)
+    if parts.query or parts.fragment or not parts.path.endswith(".md"):
+        return None
+    if parts.path.endswith("/index.html.md"):
+        return url[: -len("index.html.md")]
+    return url[:-3] if len(parts.path) > 4 else None
 
 
 class TextParser:
     """Incremental llms.txt / URL-list parser: ``feed(bytes) -> [Entry]``, ``close()``.
 
-    After parsing, ``kind`` is ``llms`` if markdown structure was seen, else ``text``;
-    ``title`` and ``summary`` hold the H1 and the first blockquote line.
+    After parsing, ``kind`` is ``llms-full`` (see the module docstring), ``llms`` if
+    markdown structure was seen, else ``text``; ``title`` and ``summary`` hold the H1 and
+    the first blockquote line.
     """
 
     def __init__(self, source: str, max_items: int) -> None:
+        self.full = _FULL_NAME.search(urlsplit(source).path) is not None
+        self._heading_text: str | None = None  # the page heading whose header is being read
+        self._heading_level = 0  # its level (0: front matter)
+        self._page_level: int | None = None  # the level the file's pages are headed with
+        self._header: dict[str, str] = {}  # its "source"/"url" marker lines so far
+        self._front = False  # inside a "---" front matter block
         self.source = source
         self.max_items = max_items
         self.items = 0
@@ -55,7 +100,7 @@ class TextParser:
 
     @property
     def kind(self) -> str:
-        return "llms" if self.markdown else "text"
+        return "llms-full" if self.full else "llms" if self.markdown else "text"
 
     def feed(self, data: bytes) -> list[Entry]:
         out: list[Entry] = []
@@ -82,6 +127,7 @@ class TextParser:
         if self._partial and not self._skipping and not self.capped:
             self._line(self._partial, out)
         self._partial = b""
+        self._end_header(out)
         return out
 
     def _line(self, raw: bytes, out: list[Entry]) -> None:
@@ -89,6 +135,8 @@ class TextParser:
             self.ignored_lines += 1
             return
         line = raw.decode("utf-8", "replace").strip().lstrip("\ufeff")
+        if (self._heading_text is not None or self._front) and self._page_header(line, out):
+            return
         if not line:
             return
         fence = _FENCE.match(line)
@@ -101,8 +149,13 @@ class TextParser:
             self.markdown = True
             return
         if line.startswith("#"):
-            self._heading(line)
+            self._heading(line, out)
             return
+        if self.full:
+            if line == "---":
+                self._front = True  # a page's front matter, or a rule between pages
+                self._heading_level = 0
+            return  # page text: its links belong to the page, not to the crawl
         m = _QUOTE.match(line)
         if m is not None:
             self.markdown = True
@@ -126,7 +179,61 @@ class TextParser:
             return
         self.ignored_lines += 1
 
-    def _heading(self, line: str) -> None:
+    def _page_header(self, line: str, out: list[Entry]) -> bool:
+        """Read the lines after a heading (or inside front matter) for the page's URL.
+
+        Returns True when the line was part of that header.
+        """
+        m = _MARKER.fullmatch(line)
+        if m is not None:
+            self._header.setdefault(m.group(1).lower(), m.group(2))
+            return True
+        if self._front:
+            if line == "---":
+                self._front = False
+                self._end_header(out)
+                return True
+            key, colon, value = line.partition(":")
+            if colon and key.strip().isidentifier():  # another front matter key
+                if key.strip().lower() == "title" and value.strip():
+                    self._heading_text = value.strip().strip("\"'") or None
+                return True
+            self._front = False  # it was a rule between pages, not front matter
+        if not line and not self._header:
+            return True  # blank lines between a heading and its Source: line
+        self._end_header(out)
+        return False
+
+    def _end_header(self, out: list[Entry]) -> None:
+        header, title = self._header, self._heading_text
+        self._header, self._heading_text = {}, None
+        target = header.get("url") or header.get("source")
+        if target is None:
+            return
+        # A page's own "## Endpoint" + "URL: https://api..." is not a page: pages are
+        # headed alike throughout a file, so the first page header sets the level.
+        if self._page_level is None:
+            self._page_level = self._heading_level
+        elif self._heading_level != self._page_level:
+            return
+        if not self.full:
+            self.full = True  # a page header: this is an llms-full.txt from here on
+            self.markdown = True
+        self._emit(target, title, out)
+
+    def _heading(self, line: str, out: list[Entry]) -> None:
+        self._end_header(out)
+        m = _URL_HEADING.fullmatch(line)
+        if m is not None and (self.full or m.group(1).startswith("http")):
+            if not self.full:
+                self.full = self.markdown = True
+            self._emit(m.group(1), None, out)
+            return
+        text = line.lstrip("#").strip()
+        self._heading_level = len(line) - len(line.lstrip("#"))
+        self._heading_text = _MD_INLINE.sub("", text).strip() or None
+        if self.full:
+            return
         m = _H2.match(line)
         if m is not None:
             self.markdown = True

@@ -41,7 +41,8 @@ class Entry:
     source: str
     title: str | None = None
     section: str | None = None
-    optional: bool = False
+    optional: bool = False  # listed under llms.txt's "## Optional": a reader may skip it
+    markdown_url: str | None = None  # the page's .md twin, to ask for first (markdown_twins)
 
 
 _W3C = re.compile(
@@ -211,6 +212,8 @@ _FIELDS = {"urlset": ("loc", "lastmod", "changefreq", "priority"),
            "sitemapindex": ("loc", "lastmod"), "rss": ("link", "guid", "pubDate", "title"),
            "atom": ("link", "updated", "published", "title")}
 _DC_DATE = "{http://purl.org/dc/elements/1.1/}date"
+_RSS1 = "{http://purl.org/rss/1.0/}"  # RSS 1.0 items live here, not in the root's RDF namespace
+_XML_START = re.compile(rb"(?:\xef\xbb\xbf)?[ \t\r\n]*")
 _SNIFF_LIMIT = 1 << 20  # the root element must start within the first MiB
 _SWEEP_EVERY = 1 << 16  # bytes fed between sweeps of stray elements
 
@@ -243,11 +246,45 @@ class _Lxml:
         self.xp: etree.XMLPullParser | None = None
         self.root: etree._Element | None = None
         self.item_tag = ""
+        self.item_tags: frozenset[str] = frozenset()
         self.ns = ""
         self.fields: dict[str, str] = {}
+        self._fields_ns: dict[str, dict[str, str]] = {}
         self.since_sweep = 0
+        self.prolog: bytes | None = b""  # None once the document's first bytes were seen
+        self.utf8: _Utf8Repair | None = None
+
+    def _start(self, data: bytes) -> bytes:
+        """The first bytes, made acceptable to libxml2 and checked for their encoding.
+
+        Blanks (and a BOM) before ``<?xml`` are dropped: libxml2 rejects the declaration
+        anywhere but at byte 0, and real sitemaps come with a blank line first.  A document
+        in UTF-8 (declared, or by default) is fed through :class:`_Utf8Repair`.
+        """
+        buf = self.prolog + data  # type: ignore[operator]
+        body = buf[_XML_START.match(buf).end():]  # type: ignore[union-attr]
+        if not body or (body.startswith(b"<?") and b"?>" not in body and len(body) < 1024):
+            self.prolog = buf
+            return b""
+        self.prolog = None
+        decl = body[: body.find(b"?>")] if body.startswith(b"<?xml") else b""
+        enc = _ENCODING.search(decl)
+        if body.startswith(b"<") and (enc is None or enc.group(1).lower() in (b"utf-8",
+                                                                               b"utf8")):
+            self.utf8 = _Utf8Repair()
+        return body
 
     def feed(self, data: bytes, out: list[Entry]) -> None:
+        if self.prolog is not None:
+            data = self._start(data)
+            if not data:
+                return
+        if self.utf8 is not None:
+            data = self.utf8.feed(data)
+            self.o.bad_utf8 = self.utf8.replaced
+        self._feed(data, out)
+
+    def _feed(self, data: bytes, out: list[Entry]) -> None:
         try:
             if self.xp is None:
                 self._sniff(data, out)
@@ -265,6 +302,14 @@ class _Lxml:
             self._error(e, out)
 
     def close(self, out: list[Entry]) -> None:
+        if self.prolog:
+            self.prolog, rest = None, self.prolog
+            self.feed(rest, out)
+        if self.utf8 is not None and self.utf8.carry:
+            self._feed(self.utf8.flush(), out)
+            self.o.bad_utf8 = self.utf8.replaced
+        if self.o.done:
+            return
         try:
             if self.xp is None:
                 assert self.sniff is not None
@@ -304,16 +349,28 @@ class _Lxml:
             kind, item = _ROOTS[local]
             self.o.kind = kind
             self.ns = tag[: tag.index("}") + 1] if tag.startswith("{") else ""
-            field_ns = "" if local == "rss" else self.ns  # RSS 2.0 has no namespace
+            # RSS 2.0 has no namespace; RSS 1.0 items are in the RSS 1.0 namespace.
+            field_ns = {"rss": "", "RDF": _RSS1}.get(local, self.ns)
             self.item_tag = field_ns + item
-            self.fields = {field_ns + name: name for name in _FIELDS[kind]}
-            self.fields[_DC_DATE] = "date"
+            # An item that resets the default namespace (<url xmlns="">) is still an item.
+            self.item_tags = frozenset((self.item_tag, item))
+            self.fields = self._fields_for(self.item_tag)
             self.sniff = None
-            self.xp = _hardened(events=("start", "end"), tag=[tag, self.item_tag])
+            self.xp = _hardened(events=("start", "end"), tag=[tag, *self.item_tags])
             seen, self.seen = self.seen, []
             for chunk in seen:
-                self.feed(chunk, out)
+                self._feed(chunk, out)
             return
+
+    def _fields_for(self, item_tag: str) -> dict[str, str]:
+        """Field tags of an item: its children in its own namespace (plus ``dc:date``)."""
+        ns = item_tag[: item_tag.index("}") + 1] if item_tag.startswith("{") else ""
+        fields = self._fields_ns.get(ns)
+        if fields is None:
+            fields = {ns + name: name for name in _FIELDS[self.o.kind]}  # type: ignore[index]
+            fields[_DC_DATE] = "date"
+            self._fields_ns[ns] = fields
+        return fields
 
     def _error(self, e: etree.LxmlError, out: list[Entry]) -> None:
         if self.xp is not None:
@@ -321,18 +378,18 @@ class _Lxml:
         self.o._finish()
         if self.o.kind is None:
             raise NotASitemap(f"not a sitemap: not well-formed XML ({_one_line(e)})")
-        self.o.warning = (f"malformed XML ({_one_line(e)}); kept {self.o.items} entries "
+        self.o.malformed = (f"malformed XML ({_one_line(e)}); kept {self.o.items} entries "
                           "from before it")
 
     def _events(self, out: list[Entry]) -> None:
         assert self.xp is not None
-        item_tag = self.item_tag
+        item_tags = self.item_tags
         for ev, el in self.xp.read_events():
             if ev == "start":
                 if self.root is None:
                     self.root = el
                 continue
-            if el.tag != item_tag or self.o.done:
+            if el.tag not in item_tags or self.o.done:
                 continue
             if self.o.items >= self.o.max_items:
                 self.o.capped = True
@@ -353,9 +410,10 @@ class _Lxml:
         self.since_sweep = 0
         node = self.root
         while node is not None and len(node):
-            if node.tag == self.item_tag:
+            if node.tag in self.item_tags:
+                fields = self._fields_for(node.tag)
                 for child in list(node)[:-1]:
-                    if child.tag not in self.fields:
+                    if child.tag not in fields:
                         node.remove(child)
                 if len(node) > 64:
                     del node[:-1]
@@ -364,7 +422,7 @@ class _Lxml:
             node = node[-1]
 
     def _entry(self, item: etree._Element) -> Entry:
-        fields = self.fields
+        fields = self.fields if item.tag == self.item_tag else self._fields_for(item.tag)
         f: dict[str, str] = {}
         for c in item:
             name = fields.get(c.tag)  # type: ignore[call-overload]
@@ -390,6 +448,46 @@ class _Lxml:
         return Entry(f.get("link", "").strip(), lastmod, None, None, src, title=title)
 
 
+class _Utf8Repair:
+    """Bytes in, valid UTF-8 out: each invalid sequence becomes U+FFFD and is counted.
+
+    libxml2 stops at the first invalid byte ("Invalid bytes in character encoding"); one
+    bad byte in a WordPress feed then cost every item after it.  Decoding with replacement
+    keeps them, as other sitemap readers do.  Valid chunks pass through after one strict
+    decode (C speed); a sequence cut by a chunk boundary is carried to the next chunk.
+    """
+
+    def __init__(self) -> None:
+        self.carry = b""
+        self.replaced = 0
+
+    def feed(self, data: bytes) -> bytes:
+        buf = self.carry + data if self.carry else data
+        cut = len(buf)
+        i = cut - 1
+        while i >= 0 and cut - i <= 3 and buf[i] & 0xC0 == 0x80:
+            i -= 1
+        if i >= 0 and buf[i] >= 0xC0:
+            need = 2 if buf[i] < 0xE0 else 3 if buf[i] < 0xF0 else 4
+            if cut - i < need:
+                cut = i
+        self.carry = buf[cut:]
+        return self._clean(buf[:cut] if cut < len(buf) else buf)
+
+    def flush(self) -> bytes:
+        tail, self.carry = self.carry, b""
+        return self._clean(tail)
+
+    def _clean(self, buf: bytes) -> bytes:
+        try:
+            buf.decode()
+            return buf
+        except UnicodeDecodeError:
+            text = buf.decode("utf-8", "replace")
+            self.replaced += text.count("\ufffd") - buf.count(b"\xef\xbf\xbd")
+            return text.encode()
+
+
 # --- the parser --------------------------------------------------------------------------
 
 
@@ -409,7 +507,8 @@ class XmlParser:
         self.max_items = max_items
         self.allow_fast = fast
         self.kind: str | None = None
-        self.warning: str | None = None
+        self.malformed: str | None = None
+        self.bad_utf8 = 0  # invalid UTF-8 sequences replaced (the items around them kept)
         self.capped = False
         self.items = 0
         self.fast_items = 0
@@ -421,6 +520,14 @@ class XmlParser:
     @property
     def done(self) -> bool:
         return self._mode == "done"
+
+    @property
+    def warning(self) -> str | None:
+        """What was wrong with a document that was still used, in one line, or None."""
+        notes = [self.malformed] if self.malformed else []
+        if self.bad_utf8:
+            notes.append(f"{self.bad_utf8} invalid UTF-8 sequence(s) replaced with U+FFFD")
+        return "; ".join(notes) or None
 
     def feed(self, data: bytes) -> list[Entry]:
         out: list[Entry] = []

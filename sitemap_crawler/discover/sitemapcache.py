@@ -8,6 +8,11 @@ body of every sitemap that came with an ETag or Last-Modified under
 it was read to the end (not cut by a size cap, not broken off by an error), written under a
 temporary name and renamed into place.
 
+With ``cache_sitemaps`` set to a max age (seed 000's ``sitemap_cache_hours``), a copy
+confirmed by the server less than that long ago is used without asking at all, and copies
+are kept even without validators.  The age counts from the last time the server sent or
+confirmed (304) the copy, by the wall clock, so every machine sharing the directory agrees.
+
 Copies of sitemaps the source no longer leads to are pruned after a prepare that read every
 sitemap completely (a failed read keeps them: the copy may be needed next time), and
 temporary files left by a prepare that was killed are removed once they are an hour old.
@@ -19,6 +24,7 @@ import contextlib
 import hashlib
 import json
 import os
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -41,7 +47,6 @@ class SitemapCache:
     def __init__(self, root: Path) -> None:
         self.root = root
         root.mkdir(parents=True, exist_ok=True)
-        self.hits = 0
         self._used: set[str] = set()  # file stems replayed or written by this prepare
 
     def _paths(self, url: str) -> tuple[Path, Path]:
@@ -71,20 +76,40 @@ class SitemapCache:
             headers["If-Modified-Since"] = meta["last-modified"]
         return headers
 
+    def fresh(self, url: str, max_age: float, request: httpx.Request) -> httpx.Response | None:
+        """The kept copy if the server sent or confirmed it less than ``max_age`` s ago."""
+        meta = self._meta(url)
+        if meta is None:
+            return None
+        fetched = meta.get("fetched_at")
+        age = time.time() - fetched if isinstance(fetched, int | float) else -1.0
+        if not 0 <= age < max_age:
+            return None
+        return self._replay(url, meta, request)
+
     def replay(self, url: str, request: httpx.Request) -> httpx.Response | None:
         """The kept copy as a streamed 200 response (after the server said 304)."""
         meta = self._meta(url)
         if meta is None:
             return None
+        _, meta_path = self._paths(url)
+        atomic_write(meta_path, json.dumps({**meta, "fetched_at": time.time()}), fsync=False)
+        return self._replay(url, meta, request)
+
+    def _replay(self, url: str, meta: dict[str, str], request: httpx.Request) -> httpx.Response:
         body, _ = self._paths(url)
-        self.hits += 1
         self._used.add(body.stem)
         headers = {k: v for k, v in meta.items() if k in _KEEP_HEADERS}
         return httpx.Response(200, headers=headers, stream=_FileStream(body), request=request)
 
-    def recording(self, url: str, resp: httpx.Response) -> httpx.Response:
-        """``resp`` with its raw body also written to the cache as it is read."""
-        if not (resp.headers.get("etag") or resp.headers.get("last-modified")):
+    def recording(self, url: str, resp: httpx.Response, *,
+                  unvalidated: bool = False) -> httpx.Response:
+        """``resp`` with its raw body also written to the cache as it is read.
+
+        A body without ETag or Last-Modified is kept only if ``unvalidated`` (a max age is
+        set: the copy is then worth having even though it cannot be revalidated).
+        """
+        if not (unvalidated or resp.headers.get("etag") or resp.headers.get("last-modified")):
             return resp
         headers = {k: resp.headers[k] for k in _KEEP_HEADERS if k in resp.headers}
         stream = _Recorder(resp, self, url, headers)
@@ -94,7 +119,8 @@ class SitemapCache:
     def commit(self, url: str, tmp: Path, headers: dict[str, str]) -> None:
         body, meta = self._paths(url)
         os.replace(tmp, body)
-        atomic_write(meta, json.dumps({"url": url, **headers}), fsync=False)
+        atomic_write(meta, json.dumps({"url": url, **headers, "fetched_at": time.time()}),
+                     fsync=False)
         self._used.add(body.stem)
 
     def prune(self, tmp_max_age: float = 3600.0) -> int:

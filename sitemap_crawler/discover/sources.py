@@ -9,11 +9,17 @@ Every limit in :class:`~sitemap_crawler.config.Settings` is enforced here: respo
 decompressed bytes (``max_sitemap_size``), URLs per file, documents per run, index
 nesting, redirects.  A root source that cannot be used raises :class:`DiscoveryError`
 with one line; a failing child sitemap is recorded in ``stats.errors`` and skipped.
+
+Loops: a ``<loc>`` or a redirect that leads back to a document already read is skipped with
+a warning, since nothing is lost; when loops (or failures) leave a source with no URL at all,
+that is an error, so a cron job exits non-zero instead of quietly queueing nothing.  A host
+that does not resolve or accept connections stops a bare-site probe at once.
 """
 
 from __future__ import annotations
 
 import re
+import socket
 from collections.abc import Callable, Generator, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from itertools import chain
@@ -23,7 +29,7 @@ import httpx
 from lxml import etree
 
 from sitemap_crawler.config import Settings
-from sitemap_crawler.discover.llmstxt import TextParser
+from sitemap_crawler.discover.llmstxt import TextParser, markdown_twin, page_of_twin
 from sitemap_crawler.discover.sitemap import Entry, NotASitemap, XmlParser
 from sitemap_crawler.discover.sitemapcache import SitemapCache
 from sitemap_crawler.discover.urls import (
@@ -50,10 +56,13 @@ _SNIFF_BYTES = 512
 _REDIRECTS = (301, 302, 303, 307, 308)
 _HTML = re.compile(rb"(?is)(?:\xef\xbb\xbf)?\s*(?:<!--.*?-->\s*)*(?:<!doctype\s+html|<html[\s>])")
 _ROBOTS_LINE = re.compile(
-    rb"(?i)[ \t]*(?:user-agent|disallow|allow|sitemap|crawl-delay|host)[ \t]*:"
+    rb"(?i)[ \t]*(?:user-agent|disallow|allow|site-?map|crawl-delay|host)[ \t]*:"
 )
-_SITEMAP_LINE = re.compile(r"(?i)\s*sitemap\s*:\s*(\S+)")
-_PAGE_KINDS = {"urlset", "rss", "atom", "llms", "text"}
+# "Site-map:" is accepted as Google's robots.txt parser accepts it; a UTF-8 BOM before the
+# first line is not part of it (decoded, it is U+FEFF, which \s does not match).
+_SITEMAP_LINE = re.compile(r"(?i)[\s\ufeff]*site-?map\s*:\s*(\S+)")
+_TEXT_KINDS = ("llms", "llms-full", "text")
+_PAGE_KINDS = {"urlset", "rss", "atom", *_TEXT_KINDS}
 
 
 @dataclass
@@ -79,6 +88,8 @@ class DiscoveryStats:
     sources: list[SourceRead] = field(default_factory=list)
     errors_dropped: int = 0
     not_modified: int = 0  # sitemaps answered 304 and read from the kept copy
+    cache_fresh: int = 0  # sitemaps read from a kept copy younger than cache_sitemaps
+    optional_skipped: int = 0  # llms.txt "## Optional" links left out (skip_optional)
     # Called with (url, reason) for each page URL left out (other_host, invalid), so
     # prepare can keep the reason per URL for export; None: counted only.
     on_drop: Callable[[str, str], None] | None = None
@@ -102,6 +113,14 @@ class _Fail(Exception):
     """A document could not be fetched or used; the message is one line."""
 
 
+class _Unreachable(_Fail):
+    """The host's name did not resolve or no connection could be made: no path will work."""
+
+
+class _AlreadyRead(Exception):
+    """A redirect led to a document this run has already read: nothing to read again."""
+
+
 @dataclass
 class _Outcome:
     kind: str | None = None
@@ -111,6 +130,9 @@ class _Outcome:
     error: str | None = None  # set when the document could not be used at all
     warning: str | None = None  # set when it was used only in part
     seen_before: bool = False
+    unreachable: bool = False  # the host did not resolve or refused the connection
+    cross_host: int = 0  # page links dropped because they are on another host
+    other_host: str = ""  # the first of those hosts, to name in a message
 
 
 def discover(
@@ -124,11 +146,13 @@ def discover(
     """Yield every page URL the sources list (duplicates included: the caller dedupes).
 
     A source is a sitemap or index (gzip or not), a bare site (robots.txt ``Sitemap:``
-    lines, else the common paths, plus ``/llms.txt``), a robots.txt, an llms.txt or
-    plain URL list, or an RSS/Atom feed.  ``client`` carries User-Agent and timeouts;
-    redirects are followed here with ``settings.max_redirects`` as the cap.  With a
-    ``cache`` (sitemapcache.py), documents are asked for conditionally and a 304 is served
-    from the kept copy.
+    lines, else the common paths, plus ``/llms.txt``, else ``/llms-full.txt``), a
+    robots.txt, an llms.txt, llms-full.txt or plain URL list, or an RSS/Atom/RDF feed.
+    Settings read here beyond the limits: ``allow_other_hosts``, ``skip_optional``,
+    ``markdown_twins`` (sets ``Entry.markdown_url``) and ``cache_sitemaps`` as a max age.
+    ``client`` carries User-Agent and timeouts; redirects are followed here with
+    ``settings.max_redirects`` as the cap.  With a ``cache`` (sitemapcache.py), documents
+    are asked for conditionally and a 304 is served from the kept copy.
     """
     run = _Run(settings, client, stats, progress)
     run.cache = cache
@@ -145,11 +169,13 @@ class _Run:
         self.stats = stats
         self.progress = progress
         self.seen: set[str] = set()  # normalised URLs of every document requested
+        self.seen_here: set[str] = set()  # ... while walking the current source
         self.fetched = 0
         self.budget_warned = False
         self.hosts: set[str] = set()
         self.matcher = host_matcher(())
         self.failures = 0
+        self.loops = 0  # documents skipped because a <loc> or a redirect led back to one read
         self.cache: SitemapCache | None = None
 
     # -- sources ----------------------------------------------------------------------
@@ -159,16 +185,21 @@ class _Run:
         if not is_http_url(src):
             raise DiscoveryError(f"{src!r}: not an http(s) URL")
         self._set_hosts({host_of(src)})
-        self.failures = 0
+        self.failures = self.loops = 0
+        self.seen_here = set()
         parts = urlsplit(src)
         if parts.path in ("", "/") and not parts.query:
             found = yield from self._site(f"{parts.scheme}://{parts.netloc}", src)
         else:
             found = yield from self._root(src)
-        if found == 0 and self.failures:
+        # A loop loses nothing when the document it leads back to was read: a warning, exit
+        # 0.  When it leaves the source with no URLs at all it is an error, like a failed
+        # fetch, so that a cron job notices (the same rule for <loc> and redirect loops).
+        if found == 0 and (self.failures or self.loops):
             first = next((e for e in reversed(self.stats.errors)), "see errors")
-            raise DiscoveryError(f"{src}: no URLs found, {self.failures} sitemap(s) failed "
-                                 f"(last: {first})")
+            what = (f"{self.failures} sitemap(s) failed" if self.failures else
+                    f"{self.loops} sitemap(s) skipped as loops")
+            raise DiscoveryError(f"{src}: no URLs found, {what} (last: {first})")
 
     def _root(self, url: str) -> Generator[list[Entry], None, int]:
         out = yield from self._document(url, role="root")
@@ -180,12 +211,19 @@ class _Run:
             raise DiscoveryError(f"{url}: robots.txt lists no Sitemap: lines")
         if out.urls == 0 and out.warning is not None:
             raise DiscoveryError(f"{url}: {out.warning}")
-        if out.kind in ("llms", "text") and out.urls == 0 and not self.stats.invalid_urls:
+        if out.kind in _TEXT_KINDS and out.urls == 0 and out.cross_host:
+            raise DiscoveryError(f"{url}: {_all_off_host(out)}")
+        if out.kind in _TEXT_KINDS and out.urls == 0 and not self.stats.invalid_urls:
+            if out.kind == "llms-full":
+                raise DiscoveryError(f"{url}: no pages found in this llms-full.txt (expected "
+                                     "'Source: URL' lines or headings that are URLs)")
             raise DiscoveryError(f"{url}: no links found (not an llms.txt or URL list)")
         return out.urls + (yield from self._children(out, depth=0))
 
     def _site(self, origin: str, src: str) -> Generator[list[Entry], None, int]:
         robots = yield from self._document(origin + "/robots.txt", role="robots")
+        if robots.unreachable:
+            raise DiscoveryError(f"{src}: {robots.error}")
         total = 0
         found = False
         if robots.error is None and robots.children:
@@ -199,13 +237,18 @@ class _Run:
                     total += out.urls + (yield from self._children(out, depth=0))
                     break
         llms = yield from self._document(origin + "/llms.txt", role="llms")
-        if llms.error is None:
+        if not found and llms.error is not None:  # the pages themselves, as a last resort
+            llms = yield from self._document(origin + "/llms-full.txt", role="llms")
+        if llms.error is None and (llms.urls or not llms.cross_host):
             found = True
             total += llms.urls
+        if not found and llms.error is None:
+            raise DiscoveryError(f"{src}: no sitemap found, and /llms.txt: {_all_off_host(llms)}")
         if not found:
             raise DiscoveryError(
                 f"{src}: no sitemap found (robots.txt lists none; none of the "
-                f"{len(COMMON_SITEMAP_PATHS)} common sitemap paths nor /llms.txt is one)"
+                f"{len(COMMON_SITEMAP_PATHS)} common sitemap paths nor /llms.txt nor "
+                "/llms-full.txt is one)"
             )
         return total
 
@@ -243,11 +286,7 @@ class _Run:
         quiet = role in ("robots", "probe", "llms")
         key = normalize_url(url)
         if key in self.seen:
-            out.error = "already read (sitemap loop)"
-            out.seen_before = True
-            if not quiet and role != "root":
-                self.stats.warn(f"{url}: skipped, already read (sitemap loop)")
-            return out
+            return self._loop(out, f"{url}: skipped, already read", role, key)
         if self.fetched >= self.s.max_sitemaps:
             out.error = "max_sitemaps reached"
             if not self.budget_warned:
@@ -257,11 +296,15 @@ class _Run:
             self.failures += 1
             return out
         self.seen.add(key)
+        self.seen_here.add(key)
         self.fetched += 1
         try:
             resp, final = self._open(url)
+        except _AlreadyRead as e:
+            return self._loop(out, f"{url}: skipped, {e.args[0]}", role, e.args[1])
         except _Fail as e:
             out.error = str(e)
+            out.unreachable = isinstance(e, _Unreachable)
             if not quiet and role != "root":
                 self.failures += 1
                 self.stats.warn(f"{url}: {e}")
@@ -286,13 +329,39 @@ class _Run:
                           + (f", {len(out.children)} sitemaps" if out.children else ""))
         return out
 
+    def _loop(self, out: _Outcome, warning: str, role: str, key: str) -> _Outcome:
+        """A document already read this run: skipped with a warning (nothing is lost).
+
+        Read while walking this same source, it is a loop (or a listing twice); read through
+        an earlier source, it is a sitemap two sources share, and does not count as a loop.
+        """
+        out.error = "already read (sitemap loop)"
+        out.seen_before = True
+        if role not in ("root", "robots", "probe", "llms"):
+            if key in self.seen_here:
+                self.loops += 1
+                self.stats.warn(warning + " (sitemap loop)")
+            else:
+                self.stats.warn(warning + " through an earlier source")
+        return out
+
     def _open(self, url: str) -> tuple[httpx.Response, str]:
         """GET with redirects followed by hand (cap, loop check), streaming the body."""
+        chain = [url]
+        max_age = self.s.cache_sitemaps
+        max_age = 0.0 if isinstance(max_age, bool) else float(max_age)
         for _hop in range(self.s.max_redirects + 1):
             try:
                 cond = self.cache.validators(url) if self.cache else {}
                 req = self.client.build_request("GET", url, headers=cond)
+                if max_age and self.cache is not None:
+                    kept = self.cache.fresh(url, max_age, req)
+                    if kept is not None:
+                        self.stats.cache_fresh += 1
+                        return kept, url
                 resp = self.client.send(req, stream=True, follow_redirects=False)
+            except httpx.ConnectError as e:
+                raise _Unreachable(_connect_error(url, e)) from None
             except (httpx.HTTPError, httpx.InvalidURL) as e:
                 raise _Fail(f"cannot fetch: {type(e).__name__}: {_line(e)}") from None
             if resp.status_code == 304 and self.cache is not None:
@@ -311,17 +380,20 @@ class _Run:
                 if not is_http_url(target):
                     raise _Fail(f"redirect to a non-http(s) URL {target[:200]!r}")
                 key = normalize_url(target)
+                if any(normalize_url(u) == key for u in chain):
+                    raise _Fail("redirect loop: " + " -> ".join([*chain, target])[:400])
                 if key in self.seen:
-                    raise _Fail(f"redirects to {target}, which was already read "
-                                "(sitemap loop)")
+                    raise _AlreadyRead(f"redirects to {target}, which was already read", key)
                 self.seen.add(key)
+                self.seen_here.add(key)
+                chain.append(target)
                 url = target
                 continue
             if resp.status_code != 200:
                 resp.close()
                 raise _Fail(f"HTTP {resp.status_code}")
             if self.cache is not None:
-                resp = self.cache.recording(url, resp)
+                resp = self.cache.recording(url, resp, unvalidated=max_age > 0)
             return resp, url
         raise _Fail(f"more than {self.s.max_redirects} redirects")
 
@@ -395,19 +467,28 @@ class _Run:
         """Page entries that pass the URL and host checks; child sitemaps go to ``out``."""
         stats = self.stats
         if out.kind in _PAGE_KINDS:
+            if out.kind == "llms" and self.s.skip_optional:
+                n = len(items)
+                items = [e for e in items if not e.optional]
+                stats.optional_skipped += n - len(items)
             ok = self.matcher.fullmatch
             keep = [e for e in items if ok(e.url) is not None]
             if len(keep) != len(items):  # the exact (slow) checks decide the rest
                 keep = []
+                other_hosts = self.s.allow_other_hosts
                 for e in items:
                     if ok(e.url) is None:
                         if not is_http_url(e.url):
                             stats.drop(e.url, "invalid")
                             continue
-                        if not same_host(e.url, self.hosts):
+                        if not other_hosts and not same_host(e.url, self.hosts):
                             stats.drop(e.url, "other_host")
+                            out.cross_host += 1
+                            out.other_host = out.other_host or host_of(e.url)
                             continue
                     keep.append(e)
+            if self.s.markdown_twins:
+                _twins(keep)
             stats.urls_found += len(keep)
             return keep
         # sitemapindex entries and robots.txt Sitemap: lines name more sitemaps
@@ -431,6 +512,32 @@ def _kind(parser: XmlParser | TextParser | _Robots) -> str | None:
     if isinstance(parser, _Robots):
         return "robots"
     return parser.kind
+
+
+def _twins(entries: list[Entry]) -> None:
+    """Pair each page with its .md twin; a listed twin stands for its page (one ticket)."""
+    for e in entries:
+        page = page_of_twin(e.url)
+        if page is not None:
+            e.url, e.markdown_url = page, e.url
+        else:
+            e.markdown_url = markdown_twin(e.url)
+
+
+def _all_off_host(out: _Outcome) -> str:
+    return (f"all {out.cross_host} links are on other hosts than the site's (such as "
+            f"{out.other_host}); set allow_other_hosts: true for this site to crawl them")
+
+
+def _connect_error(url: str, e: httpx.ConnectError) -> str:
+    """Say plainly when the host name did not resolve: probing more paths cannot help."""
+    host = urlsplit(url).hostname or url
+    cause: BaseException | None = e
+    while cause is not None:
+        if isinstance(cause, socket.gaierror):
+            return f"the host name {host!r} did not resolve ({_line(cause)}); check the URL"
+        cause = cause.__cause__ or cause.__context__
+    return f"cannot connect to {host}: {_line(e)}"
 
 
 def _line(e: BaseException) -> str:
