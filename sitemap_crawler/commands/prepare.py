@@ -68,7 +68,7 @@ log = logging.getLogger(__name__)
 
 _CARRY = ("etag", "last_modified", "content_hash", "raw_hash", "file_path", "last_crawled",
           "first_seen", "last_changed", "changes_detected", "change_frequency", "size",
-          "validators_lie")
+          "validators_lie", "final_url")
 # Source kinds that list the whole site; a feed lists recent items only (P1).
 _COMPLETE_KINDS = {"urlset", "sitemapindex", "llms", "text", "robots"}
 REMOVAL_SAMPLE = 20  # URLs named in the result (and by --dry-run) of those removed
@@ -440,6 +440,10 @@ class _Prepare:
         for k in ("lastmod", "changefreq", "priority", "title"):
             if (v := getattr(e, k)) is not None and v != "":
                 entry[k] = v
+        if e.optional:
+            entry["optional"] = True  # llms.txt "## Optional": kept in index and front matter
+        if e.markdown_url:
+            entry["markdown_url"] = e.markdown_url  # the worker asks for the .md twin first
         if self.rules is not None:
             entry["depth"] = depth
         if prior:

@@ -55,6 +55,7 @@ log = logging.getLogger(__name__)
 events = logging.getLogger("sitemap_crawler.events")
 
 HTML_TYPES = {"text/html", "application/xhtml+xml"}
+MARKDOWN_TYPES = {"text/markdown", "text/x-markdown", "text/plain"}
 EMA_ALPHA = 0.3  # weight of the newest observation in change_frequency (seed 002, phase 4)
 
 
@@ -293,9 +294,7 @@ class Worker:
     def _run_url(self, c: Claimed, entry: dict[str, Any]) -> None:
         url = entry["url"]
         prior: dict[str, Any] = entry.get("prior") or {}
-        trusted = self._trusts_validators(url, prior)
-        r = self.fetcher.fetch(url, etag=prior.get("etag") if trusted else None,
-                               last_modified=prior.get("last_modified") if trusted else None)
+        r = self._fetch(url, entry, prior)
         if r.outcome == "interrupted":
             return
         if not self.queue.owned(c):  # W1
@@ -315,6 +314,23 @@ class Worker:
         events.info("%s %s", out.kind, url, extra={
             "worker": self.wid, "ticket": c.ticket_id, "url": url, "status": r.status,
             "outcome": out.kind, "reason": out.reason, "elapsed": rec["elapsed"]})
+
+    def _fetch(self, url: str, entry: dict[str, Any], prior: dict[str, Any]) -> FetchResult:
+        """GET the page, conditionally when its host's validators are trusted.  An entry with
+        a ``markdown_url`` (an llms.txt ``.md`` twin, discover ``markdown_twins``) asks for
+        the twin first and keeps it if it is markdown or text; else the page as usual."""
+        trusted = self._trusts_validators(url, prior)
+        twin = entry.get("markdown_url")
+        if twin:
+            same = trusted and prior.get("final_url") == twin
+            r = self.fetcher.fetch(twin, etag=prior.get("etag") if same else None,
+                                   last_modified=prior.get("last_modified") if same else None)
+            if r.outcome in ("interrupted", "not_modified") or (
+                    r.outcome == "ok" and r.content_type in MARKDOWN_TYPES):
+                return r
+            trusted = trusted and prior.get("final_url") != twin
+        return self.fetcher.fetch(url, etag=prior.get("etag") if trusted else None,
+                                  last_modified=prior.get("last_modified") if trusted else None)
 
     def _decide(self, r: FetchResult, url: str, entry: dict[str, Any], prior: dict[str, Any],
                 now: str) -> Outcome:
@@ -349,7 +365,7 @@ class Worker:
         }
         if r.final_url != entry["url"]:
             rec["final_url"] = r.final_url
-        for k in ("lastmod", "changefreq", "priority", "depth"):
+        for k in ("lastmod", "changefreq", "priority", "depth", "optional"):
             if entry.get(k) is not None:
                 rec[k] = entry[k]
         if r.outcome == "ok":
@@ -403,7 +419,8 @@ class Worker:
                   now: str) -> tuple[_Document | Outcome, list[str]]:
         """The markdown file to write for a 200 body (or why there is none), and the links
         to follow from it."""
-        meta = {k: v for k, v in (("etag", r.etag), ("last_modified", r.last_modified)) if v}
+        meta = {k: v for k, v in (("etag", r.etag), ("last_modified", r.last_modified),
+                                  ("optional", entry.get("optional"))) if v}
         fm = self.s.front_matter
         if r.content_type not in HTML_TYPES:
             text = r.body.decode("utf-8", errors="replace")
