@@ -190,6 +190,12 @@ def _work(names: list[str], workers: int) -> int:
             typer.echo(summary(site.name, totals))
             if totals.get("interrupted"):
                 return EXIT_INTERRUPTED
+            if totals.get("workers_died") and queue.has_work():
+                # the others could not finish what the dead ones held: not done
+                failed.append(site.name)
+                log.error("%s: %d worker process(es) ended abnormally (see above) and work is "
+                          "left; it goes back to pending: run `sitemap-crawler work %s` again",
+                          site.name, totals["workers_died"], site.name)
         else:
             log.info("%s: no work left", site.name)
         n_failed = queue.counts()["failed"]

@@ -145,3 +145,28 @@ def test_everything_done_exits_0_and_a_host_that_is_down_exits_1(server, tmp_pat
     r = cli(cfg, "work", check=False)
     assert r.returncode == 1 and "sitemap-crawler resume docs" in r.stderr
     assert "Exit codes" in cli(cfg, "--help").stdout
+
+
+def test_a_worker_that_cannot_write_its_heartbeat_stops_and_the_run_exits_1(server, tmp_path):
+    import os
+    import shutil
+
+    from sites import popen_cli
+    from waiting import wait_until
+
+    doc_site(server, 30, delay=0.05)
+    cfg = write_config(tmp_path, server.url("/"))
+    cli(cfg, "prepare", "docs")
+    workers = tmp_path / "out" / ".crawl-state" / "docs" / "workers"
+    p = popen_cli(cfg, "work", "--workers", "1")
+    lock = wait_until(lambda: next(iter(workers.glob("*.lock")), None), what="a heartbeat")
+    lock.unlink()
+    lock.mkdir()  # from now on every heartbeat write fails with EISDIR, a real I/O error
+    _out, err = p.communicate(timeout=120)
+    assert p.returncode == 1, err
+    assert "heartbeat" in err and "Traceback" not in err
+    shutil.rmtree(lock)
+    os.sync()
+    # Nothing was lost: the next run finishes every page.
+    cli(cfg, "work", "--workers", "1")
+    assert len(md_files(tmp_path / "out")) == 30

@@ -107,6 +107,7 @@ def test_sigkill_of_a_worker_mid_ticket_loses_nothing(server, tmp_path):
     wid, pid = wait_until(lambda: busy_worker(out))
     os.kill(pid, signal.SIGKILL)
     p.communicate(timeout=180)
+    assert p.returncode == 0  # the other workers finished what the killed one held
     assert_all_crawled(out, urls)
     assert_pages_fetched(server, urls, twice_at_most=1)
     ids = completed_ids(out)

@@ -209,6 +209,9 @@ class Worker:
             with contextlib.suppress(OSError):
                 self.heartbeat.stop(remove=True)
             self._flush_report(force=True)
+        if self.heartbeat.failed.is_set():  # H6: stopped because it could not prove it lives
+            raise WorkerFatal(f"the heartbeat file in {self.state.workers} could not be "
+                              "written; tickets were handed back")
         return self.stats
 
     def _loop(self) -> None:
@@ -231,9 +234,13 @@ class Worker:
 
     def _run_ticket(self, c: Claimed) -> None:
         self.heartbeat.update(ticket=c.ticket_id, urls_done=self.stats["urls"])
-        self.heartbeat.beat()  # `status` shows the ticket now, not an interval later
         ctx = {"worker": self.wid, "ticket": c.ticket_id}
         try:
+            try:
+                self.heartbeat.beat()  # `status` shows the ticket now, not an interval later
+            except OSError as e:  # H6: a worker that cannot prove it lives must not work
+                raise WorkerFatal(f"cannot write the heartbeat file: {e.strerror} "
+                                  f"({e.filename})") from e
             for entry in list(c.remaining()):
                 if self.stop.is_set():
                     self.journal.sync()
