@@ -1,0 +1,269 @@
+"""Which element of a page is its main content, and which blocks inside it are widgets.
+
+Chosen from signals every generator emits, not from a list of class names per site:
+
+1. the generator's own content element: ``itemprop=articleBody`` (schema.org), ``<main>`` or
+   ``role=main`` — and the single ``<article>`` inside it when that holds the text (Docusaurus
+   and MkDocs Material put the TOC column and sidebars inside ``<main>``), else one ``<article>``
+   that holds most of the articles' text;
+2. without one, text density: every paragraph scores its length and commas for its ancestors
+   (paragraphs inside header/nav/footer/aside or boilerplate-named regions do not count), and
+   the root is the deepest element that still holds 75 % of the score;
+3. a root with almost no text while the page has more falls back to a wider one (the density
+   pick, then the body), so a real page is not dropped as too short; ``Choice.kind`` records it.
+
+Inside the root, blocks are widgets when their class/id says boilerplate in a generic word
+(``share``, ``related``, ``breadcrumb``, ``pagination``, ``toc``, ``footer`` ...) and they are
+small or mostly links, when they are a short block whose text is a widget's ("Was this page
+helpful?", "Last updated ...", "8 min read", "Edit this page", "Version: 3.2"), when they are a
+list of in-page ``#`` links (an on-page TOC), or a ``rel=prev/next`` bar.  Blocks holding a
+page heading, code or a table, or a large share of the root's text, are never widgets.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from sitemap_crawler.convert.render import BOILERPLATE
+
+_STRONG_WORDS = (
+    "breadcrumbs?|pagination|pager|paginator|sidebar|side-bar|navbar|nav-bar|footer|toc|"
+    "related|share|sharing|social|socials|comments?|newsletter|subscribe|subscription|signup|"
+    "promo|promotion|advert|advertisement|ads?|ad-slot|sponsor|sponsored|cookie|cookies|"
+    "consent|popup|modal|outbrain|taboola|recommended|recommendations|trending|most-popular|"
+    "prev-next|prevnext|skip-link|skiplink|print|feedback|rating|edit-link|editlink|"
+    "last-updated|lastupdated|tags|tag-list|taglist|categories|author-bio|newsletter-signup|"
+    "navheader|navfooter|fancy_toc|toc-mobile"
+)
+_WEAK_WORDS = "nav|navigation|menu|header|masthead|banner|meta|byline|hd|ft|widget|tools|links"
+_STRONG_RE = re.compile(rf"(?:^|[\s_-])(?:{_STRONG_WORDS})(?:$|[\s_-])", re.I)
+_WEAK_RE = re.compile(rf"(?:^|[\s_-])(?:{_WEAK_WORDS})(?:$|[\s_-])", re.I)
+_CONTENT_RE = re.compile(r"(?:^|[\s_-])(?:content|article|body|main|post|entry|story|text|"
+                         r"markdown|typeset|document|prose)(?:$|[\s_-])", re.I)
+_WIDGET_TEXT_RE = re.compile(
+    r"^\s*(?:was this (?:page|article|doc|information|helpful)|is this page helpful|"
+    r"did (?:you|this) (?:find|help|page)|how helpful|rate this|"
+    r"last (?:updated|modified|edited|reviewed)|updated(?: on)?\s*[:\d]|page last|"
+    r"\d+\s*(?:-\s*)?min(?:ute)?s?\s*read|reading time|edit (?:this|on|page)|"
+    r"improve this (?:page|doc)|suggest (?:an )?edits?|report an? (?:issue|problem)|"
+    r"on this page|in this (?:article|page)|table of contents|"
+    r"share(?: this)?(?: article| page| story)?\s*:?\s*$|print(?: this)?(?: page)?\s*$|"
+    r"version\s*:?\s*v?\d|v\d+(?:\.\d+)+\s*$|tags?\s*:|back to top|skip to|"
+    r"(?:« ?|← ?|‹ ?)?(?:previous|prev|next)(?: ?»| ?→| ?›)?\s*(?:page|article|post|chapter)?"
+    r"\s*:?\s*$|advertisement\s*$|sign up for|subscribe to|follow us)", re.I)
+_KEEP_TAGS = frozenset({"h1", "h2", "pre", "table"})
+_PARA_TAGS = ("p", "pre", "td", "blockquote", "li", "dd")
+_NOT_TEXT = ("script", "style", "noscript", "template")
+
+
+@dataclass
+class Choice:
+    """The content root, how it was found, and the widget elements inside it to leave out."""
+
+    root: Any
+    kind: str  # articleBody | main | main>article | role=main | article | density | body
+    whole_body: bool
+    widgets: set[Any] = field(default_factory=set)
+
+
+def text_len(el: Any) -> int:
+    """Characters of visible text below ``el`` (script/style text not counted)."""
+    total = len("".join(el.itertext()))
+    for s in el.iter(_NOT_TEXT):
+        total -= len("".join(s.itertext()))
+    return total
+
+
+def _link_len(el: Any) -> int:
+    return sum(len("".join(a.itertext())) for a in el.iter("a"))
+
+
+def _hidden(el: Any) -> bool:
+    attrib = el.attrib
+    if not attrib:
+        return False
+    if "hidden" in attrib or attrib.get("aria-hidden", "").strip().lower() == "true":
+        return True
+    style = attrib.get("style")
+    return bool(style) and "display:none" in style.replace(" ", "").lower()
+
+
+def _visible(els: Any) -> list[Any]:
+    return [e for e in els if not _hidden(e)]
+
+
+def _names(el: Any) -> str:
+    cls, id_ = el.get("class"), el.get("id")
+    if cls and id_:
+        return cls + " " + id_
+    return cls or id_ or ""
+
+
+def _semantic(doc: Any) -> tuple[Any, str] | None:
+    body = _visible(doc.xpath("//*[@itemprop='articleBody']"))
+    if len(body) == 1:
+        return body[0], "articleBody"
+    main = next(iter(_visible(doc.iter("main"))), None)
+    kind = "main"
+    if main is None:
+        main = next(iter(_visible(doc.xpath("//*[@role='main']"))), None)
+        kind = "role=main"
+    if main is not None:
+        if main.tag == "article":
+            return main, kind
+        articles = _visible(main.iter("article"))
+        if len(articles) == 1 and text_len(articles[0]) >= 0.3 * text_len(main):
+            return articles[0], "main>article"
+        return main, kind
+    articles = _visible(doc.iter("article"))
+    if len(articles) == 1:
+        return articles[0], "article"
+    if len(articles) > 1:  # one story among teasers, or a listing (then no single root)
+        sizes = sorted(((text_len(a), i) for i, a in enumerate(articles)), reverse=True)
+        if sizes[0][0] >= 500 and sizes[0][0] >= 3 * sizes[1][0]:
+            return articles[sizes[0][1]], "article"
+    return None
+
+
+def _boiler_region(el: Any, cache: dict[Any, bool]) -> bool:
+    """Is ``el`` (or an ancestor) header/nav/footer/aside or a boilerplate-named region?"""
+    chain = []
+    node = el
+    result = False
+    while node is not None:
+        if node in cache:
+            result = cache[node]
+            break
+        chain.append(node)
+        tag = node.tag
+        if tag in BOILERPLATE or node.get("role") in ("navigation", "banner", "contentinfo",
+                                                      "complementary", "search"):
+            result = True
+            break
+        names = _names(node)
+        if names and _STRONG_RE.search(names) and not _CONTENT_RE.search(names):
+            result = True
+            break
+        node = node.getparent()
+    for n in chain:
+        cache[n] = result
+    return result
+
+
+def _density_root(body: Any) -> Any:
+    """The deepest element holding 75 % of the paragraph score (readability-like)."""
+    scores: dict[Any, float] = {}
+    cache: dict[Any, bool] = {}
+    for p in body.iter(_PARA_TAGS):
+        text = "".join(p.itertext()).strip()
+        if len(text) < 25 or _boiler_region(p, cache):
+            continue
+        links = _link_len(p)
+        score = (1 + text.count(",") + min(len(text) / 100, 3)) * (1 - links / len(text)) ** 2
+        node = p.getparent()
+        while node is not None:
+            scores[node] = scores.get(node, 0.0) + score
+            if node is body:
+                break
+            node = node.getparent()
+    total = scores.get(body, 0.0)
+    if not total:
+        return body
+    node = body
+    while True:
+        best = max((c for c in node if isinstance(c.tag, str)), key=lambda c: scores.get(c, 0),
+                   default=None)
+        if best is None or scores.get(best, 0) < 0.75 * total:
+            return node
+        node = best
+
+
+def _widgets(root: Any, density: bool) -> set[Any]:
+    """Blocks inside the content root that are widgets, by the signals in the module doc."""
+    out: set[Any] = set()
+    root_len = max(text_len(root), 1)
+
+    def protected(el: Any, size: int) -> bool:
+        if size > 0.4 * root_len:
+            return True
+        return any(True for _ in el.iter(_KEEP_TAGS))
+
+    for el in root.iter():
+        if el is root or not isinstance(el.tag, str):
+            continue
+        names = _names(el)
+        if not names:
+            continue
+        strong = _STRONG_RE.search(names)
+        weak = not strong and _WEAK_RE.search(names)
+        if not (strong or weak) or _CONTENT_RE.search(names):
+            continue
+        size = text_len(el)
+        if protected(el, size):
+            continue
+        links = _link_len(el)
+        if strong or (size and links / size > 0.5) or size < 80:
+            out.add(el)
+    for lst in root.iter("ul", "ol"):
+        anchors = lst.findall(".//a[@href]")
+        if len(anchors) >= 3 and all(a.get("href", "").startswith("#") for a in anchors):
+            size = text_len(lst)
+            if size and _link_len(lst) / size > 0.8 and not protected(lst, size):
+                out.add(lst)  # an on-page table of contents
+    for a in root.xpath(".//a[@rel='prev' or @rel='next']"):
+        out.add(_climb(a, root, 200))
+    for s in root.xpath(".//text()[normalize-space()]"):
+        if len(s) < 200 and _WIDGET_TEXT_RE.match(s):
+            el = s.getparent()
+            if s.is_tail:
+                continue
+            if el is root or text_len(el) > 160:
+                continue
+            el = _climb(el, root, 160)
+            if not protected(el, text_len(el)):
+                out.add(el)
+    if density:  # no generator markup to trust: blocks that are mostly links are menus
+        for el in root.iter("ul", "ol", "div", "section", "table"):
+            if el is root:
+                continue
+            anchors = el.findall(".//a")
+            if len(anchors) < 4:
+                continue
+            size = text_len(el)
+            if size and _link_len(el) / size > 0.6 and not protected(el, size):
+                out.add(el)
+    return out
+
+
+def _climb(el: Any, root: Any, limit: int) -> Any:
+    """The widest ancestor below ``root`` that is still a short block (the whole widget)."""
+    while True:
+        parent = el.getparent()
+        if parent is None or parent is root or text_len(parent) > limit:
+            return el
+        el = parent
+
+
+def choose(doc: Any, min_chars: int = 200) -> Choice:
+    """The main-content root of ``doc`` and the widgets inside it."""
+    body = doc.find("body")
+    if body is None:
+        body = doc
+    found = _semantic(doc)
+    if found is not None:
+        root, kind = found
+        size = text_len(root)
+        if size >= min_chars or text_len(body) < 2 * max(size, 1) + min_chars:
+            return Choice(root, kind, False, _widgets(root, False))
+    root = _density_root(body)
+    for _ in range(2):  # the title above the text block belongs to it
+        parent = root.getparent()
+        if root is body or parent is None or root.find(".//h1") is not None \
+                or len(parent.findall(".//h1")) != 1:
+            break
+        root = parent
+    if root is not body and text_len(root) >= min_chars:
+        return Choice(root, "density", False, _widgets(root, True))
+    return Choice(body, "body", True, _widgets(body, True))
