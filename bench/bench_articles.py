@@ -19,7 +19,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench.quality import DATASET, md_text, median, prf, scorer, timed
+from bench.quality import DATASET, finish, md_text, median, prf, scorer, timed
 
 MIN_CONTENT_CHARS = 100
 
@@ -81,11 +81,7 @@ def main() -> None:
                 scored.append((tp, fp, fn_, key, url, root))
             for tp, fp, fn_, key, url, root in sorted(scored)[:args.worst]:
                 print(f"  tp={tp:.2f} fp={fp:.2f} fn={fn_:.2f} {root:12} {key[:12]} {url}")
-    if "ours" in results and "trafilatura" in results:
-        ratio = results["ours"]["median_ms"] / max(results["trafilatura"]["median_ms"], 1e-9)
-        print(f"median ms ratio ours/trafilatura: {ratio:.2f}")
-    if args.json:
-        args.json.write_text(json.dumps(results, indent=2))
+    finish(results, args.json)
 
 
 if __name__ == "__main__":

@@ -9,6 +9,7 @@ dataset directory so that the figures are that scorer's.
 from __future__ import annotations
 
 import importlib.util
+import json
 import statistics
 import time
 from collections.abc import Callable
@@ -89,3 +90,12 @@ def prf(scorer_mod: Any, pairs: list[tuple[str, str]]) -> dict[str, float]:
     """Benchmark-style P/R/F1 over (truth, prediction) pairs (per-page normalised)."""
     tfs = [scorer_mod.string_shingle_matching(true=t, pred=p) for t, p in pairs]
     return scorer_mod.metrics_from_tp_fp_fns(tfs)
+
+
+def finish(results: dict[str, Any], json_path: Path | None) -> None:
+    """Print our median time against trafilatura's; write the results when asked."""
+    if "ours" in results and "trafilatura" in results:
+        ratio = results["ours"]["median_ms"] / max(results["trafilatura"]["median_ms"], 1e-9)
+        print(f"median ms ratio ours/trafilatura: {ratio:.2f}")
+    if json_path:
+        json_path.write_text(json.dumps(results, indent=2))

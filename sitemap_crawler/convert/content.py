@@ -35,7 +35,7 @@ _STRONG_WORDS = (
     "consent|popup|modal|outbrain|taboola|recommended|recommendations|trending|most-popular|"
     "prev-next|prevnext|skip-link|skiplink|print|feedback|rating|edit-link|editlink|"
     "last-updated|lastupdated|tags|tag-list|taglist|categories|author-bio|newsletter-signup|"
-    "navheader|navfooter|fancy_toc|toc-mobile"
+    "navheader|navfooter|fancy_toc|toc-mobile|rail|right-rail|left-rail"
 )
 _WEAK_WORDS = "nav|navigation|menu|header|masthead|banner|meta|byline|hd|ft|widget|tools|links"
 _STRONG_RE = re.compile(rf"(?:^|[\s_-])(?:{_STRONG_WORDS})(?:$|[\s_-])", re.I)
@@ -54,8 +54,14 @@ _WIDGET_TEXT_RE = re.compile(
     r"(?:« ?|← ?|‹ ?)?(?:previous|prev|next)(?: ?»| ?→| ?›)?\s*(?:page|article|post|chapter)?"
     r"\s*:?\s*$|advertisement\s*$|sign up for|subscribe to|follow us)", re.I)
 _KEEP_TAGS = frozenset({"h1", "h2", "pre", "table"})
-_PARA_TAGS = ("p", "pre", "td", "blockquote", "li", "dd")
+_PARA_TAGS = ("p", "pre", "td", "blockquote", "dd", "div", "span", "section", "article",
+              "font", "center")
+_INLINE = frozenset({"a", "em", "strong", "b", "i", "u", "code", "span", "font", "small",
+                     "sup", "sub", "abbr", "cite", "q", "mark", "time"})
+_BODY_RE = re.compile(r"(?:^|\s)(?:[\w-]*(?:article|story|entry|post|news)[-_]?(?:body|content|"
+                      r"text)|articlebody|body-?text|story|article-?body)(?:$|\s)", re.I)
 _NOT_TEXT = ("script", "style", "noscript", "template")
+_NEWS_KINDS = frozenset({"article", "articleBody"})
 
 
 @dataclass
@@ -94,8 +100,17 @@ def _visible(els: Any) -> list[Any]:
     return [e for e in els if not _hidden(e)]
 
 
+_SLUG_ID_TAGS = frozenset({"h1", "h2", "h3", "h4", "h5", "h6", "dt", "section", "span", "a",
+                           "li", "p", "code", "table", "figure"})
+_HEADING_TAGS = frozenset({"h1", "h2", "h3", "h4", "h5", "h6"})
+
+
 def _names(el: Any) -> str:
+    """Class and id words; an id is skipped where generators make it from the text (headings,
+    API terms, sections: a section titled "Share" has id="share")."""
     cls, id_ = el.get("class"), el.get("id")
+    if id_ and (el.tag in _SLUG_ID_TAGS or (len(el) and el[0].tag in _HEADING_TAGS)):
+        id_ = None
     if cls and id_:
         return cls + " " + id_
     return cls or id_ or ""
@@ -127,6 +142,25 @@ def _semantic(doc: Any) -> tuple[Any, str] | None:
     return None
 
 
+def _p_text(el: Any) -> int:
+    return sum(len("".join(p.itertext())) for p in el.iter("p"))
+
+
+def _named_body(root: Any) -> Any:
+    """An element named like an article body (``article-body``, ``entry-content``...) inside
+    ``root`` that holds most of its paragraphs: news templates put rails and teasers beside
+    it inside the same ``<article>``."""
+    total = _p_text(root)
+    if not total:
+        return root
+    for el in root.iter("div", "section", "article"):
+        names = _names(el)
+        if el is not root and names and _BODY_RE.search(names) and \
+                _p_text(el) >= 0.6 * total:
+            return el
+    return root
+
+
 def _boiler_region(el: Any, cache: dict[Any, bool]) -> bool:
     """Is ``el`` (or an ancestor) header/nav/footer/aside or a boilerplate-named region?"""
     chain = []
@@ -152,17 +186,34 @@ def _boiler_region(el: Any, cache: dict[Any, bool]) -> bool:
     return result
 
 
+def _own_text(el: Any) -> tuple[str, int]:
+    """The text an element holds itself (with its inline children), and how much is links."""
+    parts = [el.text or ""]
+    links = 0
+    for c in el:
+        tag = c.tag
+        if tag in _INLINE:
+            t = "".join(c.itertext())
+            parts.append(t)
+            if tag == "a":
+                links += len(t)
+        if c.tail:
+            parts.append(c.tail)
+    return " ".join("".join(parts).split()), links
+
+
 def _density_root(body: Any) -> Any:
-    """The deepest element holding 75 % of the paragraph score (readability-like)."""
+    """The deepest element holding 75 % of the text score (readability-like): every element
+    whose own text is a paragraph (25+ characters) scores for itself and its ancestors."""
     scores: dict[Any, float] = {}
     cache: dict[Any, bool] = {}
     for p in body.iter(_PARA_TAGS):
-        text = "".join(p.itertext()).strip()
+        text, links = _own_text(p)
         if len(text) < 25 or _boiler_region(p, cache):
             continue
-        links = _link_len(p)
-        score = (1 + text.count(",") + min(len(text) / 100, 3)) * (1 - links / len(text)) ** 2
-        node = p.getparent()
+        score = (1 + text.count(",") + min(len(text) / 100, 3)) * \
+            max(0.0, 1 - links / len(text)) ** 2
+        node = p
         while node is not None:
             scores[node] = scores.get(node, 0.0) + score
             if node is body:
@@ -185,8 +236,8 @@ def _widgets(root: Any, density: bool) -> set[Any]:
     out: set[Any] = set()
     root_len = max(text_len(root), 1)
 
-    def protected(el: Any, size: int) -> bool:
-        if size > 0.4 * root_len:
+    def protected(el: Any, size: int, share: float = 0.4) -> bool:
+        if size > share * root_len:
             return True
         return any(True for _ in el.iter(_KEEP_TAGS))
 
@@ -201,7 +252,7 @@ def _widgets(root: Any, density: bool) -> set[Any]:
         if not (strong or weak) or _CONTENT_RE.search(names):
             continue
         size = text_len(el)
-        if protected(el, size):
+        if protected(el, size, 0.6 if strong else 0.4):
             continue
         links = _link_len(el)
         if strong or (size and links / size > 0.5) or size < 80:
@@ -224,17 +275,25 @@ def _widgets(root: Any, density: bool) -> set[Any]:
             el = _climb(el, root, 160)
             if not protected(el, text_len(el)):
                 out.add(el)
-    if density:  # no generator markup to trust: blocks that are mostly links are menus
-        for el in root.iter("ul", "ol", "div", "section", "table"):
-            if el is root:
+    if density:  # no generator markup to trust: link lists without prose are menus
+        for el in root.iter("ul", "ol", "div", "section", "table", "aside", "header"):
+            if el is root or el in out:
                 continue
             anchors = el.findall(".//a")
-            if len(anchors) < 4:
+            if len(anchors) < 3:
                 continue
             size = text_len(el)
-            if size and _link_len(el) / size > 0.6 and not protected(el, size):
+            if not size or _link_len(el) / size <= 0.4 or protected(el, size):
+                continue
+            if not any(_prose(p) for p in el.iter("p")):
                 out.add(el)
     return out
+
+
+def _prose(p: Any) -> bool:
+    """A paragraph a person wrote: long enough, and mostly not links."""
+    text = "".join(p.itertext())
+    return len(text) >= 150 and _link_len(p) < 0.3 * len(text)
 
 
 def _climb(el: Any, root: Any, limit: int) -> Any:
@@ -254,10 +313,13 @@ def choose(doc: Any, min_chars: int = 200) -> Choice:
     found = _semantic(doc)
     if found is not None:
         root, kind = found
+        if kind in _NEWS_KINDS:
+            root = _named_body(root)
         size = text_len(root)
         if size >= min_chars or text_len(body) < 2 * max(size, 1) + min_chars:
-            return Choice(root, kind, False, _widgets(root, False))
-    root = _density_root(body)
+            # news markup (a bare <article>, articleBody) carries "most read" lists inside
+            return Choice(root, kind, False, _widgets(root, kind in _NEWS_KINDS))
+    root = _named_body(_density_root(body))
     for _ in range(2):  # the title above the text block belongs to it
         parent = root.getparent()
         if root is body or parent is None or root.find(".//h1") is not None \
