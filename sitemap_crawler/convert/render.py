@@ -52,6 +52,8 @@ _LINE_START_RE = re.compile(r"^(#{1,6}(?:\s|$)|[-+](?:\s|$)|>|=+\s*$|\d{1,9}[.)]
 _BACKTICKS_RE = re.compile(r"`+")
 _HEADINGS = {"h1": 1, "h2": 2, "h3": 3, "h4": 4, "h5": 5, "h6": 6}
 _PRE_BLOCKS = frozenset({"div", "p", "li", "tr", "table", "tbody", "pre"})
+# the box itself, not its parts (Docusaurus: admonition_xJq3 > admonitionContent_BuS1)
+_ADMONITION_RE = re.compile(r"(?:^|\s)(?:theme-)?admonition(?:_[A-Za-z0-9]+)?(?:$|\s)")
 _MAX_DEPTH = 120  # each level is ~3 Python frames; lxml itself stops at 255
 _LAYOUT_INSIDE = ".//table|.//pre|.//ul|.//ol|.//h1|.//h2|.//h3|.//blockquote|.//dl"
 
@@ -290,7 +292,7 @@ class Renderer:
     def block(self, el: Any) -> None:
         cls = el.get("class")
         if cls:
-            if "admonition" in cls and el.tag != "p":
+            if "admonition" in cls and _ADMONITION_RE.search(cls):
                 return self.admonition(el)
             if "tabbed-labels" in cls:
                 return self.tablist(el)
@@ -378,6 +380,8 @@ class Renderer:
         self.stack.pop()
 
     def list_(self, el: Any) -> None:
+        if el.get("role") == "tablist":
+            return self.tablist(el)
         in_item = any(not item[1].startswith(">") for item in self.stack)
         self.brk(1 if in_item else 2)
         number = None
