@@ -190,3 +190,19 @@ def test_a_too_small_root_falls_back_to_a_wider_one_and_says_so():
     p = html_to_markdown(f"<html><body>{body}</body></html>", URL)
     assert p.root in ("density", "body")
     assert "# Real story" in p.markdown and p.text_chars > 400
+
+
+def test_news_pages_drop_captions_and_bylines_docs_pages_keep_figures():
+    article = """<main><article><h1>Storm hits the coast</h1>
+      <div class="byline">By A. Writer, Staff</div>
+      <figure><img src="/a.jpg" alt="Waves"><figcaption>Waves on Monday. Photo: AP</figcaption>
+      </figure>
+      <p>The storm reached the coast on Monday night, and the harbour was closed.</p>
+      <div class="gallery"><p>Image 1 of 8</p><p>Boats in the harbour.</p></div>
+      </article></main>"""
+    news = convert(article, head='<meta property="og:type" content="article">')
+    assert news == ("# Storm hits the coast\n\nThe storm reached the coast on Monday night, "
+                    "and the harbour was closed.\n")
+    docs = convert(article)
+    assert "![Waves](https://docs.example.com/a.jpg)" in docs
+    assert "Waves on Monday" in docs

@@ -40,6 +40,13 @@ _STRONG_WORDS = (
 _WEAK_WORDS = "nav|navigation|menu|header|masthead|banner|meta|byline|hd|ft|widget|tools|links"
 _STRONG_RE = re.compile(rf"(?:^|[\s_-])(?:{_STRONG_WORDS})(?:$|[\s_-])", re.I)
 _WEAK_RE = re.compile(rf"(?:^|[\s_-])(?:{_WEAK_WORDS})(?:$|[\s_-])", re.I)
+# Parts of a news page that its article text does not include: photo galleries, captions and
+# credits, bylines and datelines, embedded videos.  Only for news markup and density roots:
+# a docs figure caption is content.
+_NEWS_WORDS = ("captions?|credits?|gallery|slideshow|carousel|byline|bylines|author|authors|"
+               "dateline|timestamp|published|video|videos|video-player|photo|photos|"
+               "image-credit|media-credit|lightbox|figcaption|inline-media|headline-list")
+_NEWS_RE = re.compile(rf"(?:^|[\s_-])(?:{_NEWS_WORDS})(?:$|[\s_-])", re.I)
 _CONTENT_RE = re.compile(r"(?:^|[\s_-])(?:content|article|body|main|post|entry|story|text|"
                          r"markdown|typeset|document|prose)(?:$|[\s_-])", re.I)
 _WIDGET_TEXT_RE = re.compile(
@@ -50,7 +57,8 @@ _WIDGET_TEXT_RE = re.compile(
     r"improve this (?:page|doc)|suggest (?:an )?edits?|report an? (?:issue|problem)|"
     r"on this page|in this (?:article|page)|table of contents|"
     r"share(?: this)?(?: article| page| story)?\s*:?\s*$|print(?: this)?(?: page)?\s*$|"
-    r"version\s*:?\s*v?\d|v\d+(?:\.\d+)+\s*$|tags?\s*:|back to top|skip to|"
+    r"published\b|image \d+ of \d+|version\s*:?\s*v?\d|v\d+(?:\.\d+)+\s*$|tags?\s*:|"
+    r"back to top|skip to|"
     r"(?:« ?|← ?|‹ ?)?(?:previous|prev|next)(?: ?»| ?→| ?›)?\s*(?:page|article|post|chapter)?"
     r"\s*:?\s*$|advertisement\s*$|sign up for|subscribe to|follow us)", re.I)
 _KEEP_TAGS = frozenset({"h1", "h2", "pre", "table"})
@@ -231,7 +239,7 @@ def _density_root(body: Any) -> Any:
         node = best
 
 
-def _widgets(root: Any, density: bool) -> set[Any]:
+def _widgets(root: Any, news: bool) -> set[Any]:
     """Blocks inside the content root that are widgets, by the signals in the module doc."""
     out: set[Any] = set()
     root_len = max(text_len(root), 1)
@@ -244,10 +252,13 @@ def _widgets(root: Any, density: bool) -> set[Any]:
     for el in root.iter():
         if el is root or not isinstance(el.tag, str):
             continue
+        if news and el.tag in ("figure", "figcaption"):
+            out.add(el)
+            continue
         names = _names(el)
         if not names:
             continue
-        strong = _STRONG_RE.search(names)
+        strong = _STRONG_RE.search(names) or (news and _NEWS_RE.search(names))
         weak = not strong and _WEAK_RE.search(names)
         if not (strong or weak) or _CONTENT_RE.search(names):
             continue
@@ -275,7 +286,7 @@ def _widgets(root: Any, density: bool) -> set[Any]:
             el = _climb(el, root, 160)
             if not protected(el, text_len(el)):
                 out.add(el)
-    if density:  # no generator markup to trust: link lists without prose are menus
+    if news:  # no generator markup to trust: link lists without prose are menus
         for el in root.iter("ul", "ol", "div", "section", "table", "aside", "header"):
             if el is root or el in out:
                 continue
@@ -305,20 +316,24 @@ def _climb(el: Any, root: Any, limit: int) -> Any:
         el = parent
 
 
-def choose(doc: Any, min_chars: int = 200) -> Choice:
-    """The main-content root of ``doc`` and the widgets inside it."""
+def choose(doc: Any, *, news: bool = False, min_chars: int = 200) -> Choice:
+    """The main-content root of ``doc`` and the widgets inside it.
+
+    ``news``: the page says it is an article (``og:type=article``); its rails, galleries,
+    captions and bylines are then widgets even inside ``<main>``.
+    """
     body = doc.find("body")
     if body is None:
         body = doc
     found = _semantic(doc)
     if found is not None:
         root, kind = found
-        if kind in _NEWS_KINDS:
+        news = news or kind in _NEWS_KINDS
+        if news:
             root = _named_body(root)
         size = text_len(root)
         if size >= min_chars or text_len(body) < 2 * max(size, 1) + min_chars:
-            # news markup (a bare <article>, articleBody) carries "most read" lists inside
-            return Choice(root, kind, False, _widgets(root, kind in _NEWS_KINDS))
+            return Choice(root, kind, False, _widgets(root, news))
     root = _named_body(_density_root(body))
     for _ in range(2):  # the title above the text block belongs to it
         parent = root.getparent()

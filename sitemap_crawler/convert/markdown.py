@@ -139,6 +139,7 @@ def _collapse(text: str | None) -> str:
 class _Head:
     title: str = ""
     og_title: str = ""
+    og_type: str = ""
     og_description: str = ""
     base: str = ""
     canonical: str | None = None
@@ -168,6 +169,8 @@ def _read_head(doc: Any, url: str) -> _Head:
                 head.og_description = _collapse(content)
             elif name == "og:title" and not head.og_title:
                 head.og_title = _collapse(content)
+            elif name == "og:type" and not head.og_type:
+                head.og_type = content.strip().lower()
         elif tag == "link":
             rel = (el.get("rel") or "").lower().split()
             if "canonical" in rel and canonical_href is None and el.get("href"):
@@ -230,7 +233,7 @@ def html_to_markdown(html: str, url: str, *, code_language_default: str | None =
     for value in head.robots:
         ni, nf = parse_robots_directives(value)
         noindex, nofollow = noindex or ni, nofollow or nf
-    choice = choose(doc)
+    choice = choose(doc, news=head.og_type == "article")
     renderer = Renderer(head.base, whole_body=choice.whole_body,
                         code_default=code_language_default or "", drop_elements=choice.widgets)
     markdown = _tidy(renderer.markdown(choice.root))
