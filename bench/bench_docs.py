@@ -100,9 +100,13 @@ def main() -> None:
     ap.add_argument("--only", choices=["ours", "trafilatura"])
     ap.add_argument("--show", help="print our markdown of GENERATOR/PAGE (e.g. "
                     "mkdocs-material/page003) and its leaked lines")
+    ap.add_argument("--docusaurus", type=Path, help="a directory where `npm install "
+                    "@docusaurus/core@3.5.2 @docusaurus/preset-classic@3.5.2 react@18 "
+                    "react-dom@18 webpack@5.95.0` ran: "
+                    "also build the pages with Docusaurus")
     ap.add_argument("--json", type=Path)
     args = ap.parse_args()
-    records = build(args.workdir, args.pages)
+    records = build(args.workdir, args.pages, docusaurus=args.docusaurus)
     ev = scorer()
     tools = {"ours": ours, "trafilatura": trafilatura_md}
     if args.only:

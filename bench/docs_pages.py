@@ -142,8 +142,9 @@ def truth(spec: dict[str, Any], generator: str) -> dict[str, Any]:
             for term, d in b["items"]:
                 lines += [term, d]
                 terms.append((term, d))
-        elif k == "admonition":
-            lines += [b["type"].capitalize(), b["text"]]
+        elif k == "admonition":  # Docusaurus prints the type as written (CSS upper-cases it)
+            title = b["type"] if generator == "docusaurus" else b["type"].capitalize()
+            lines += [title, b["text"]]
         elif k == "tabs":
             for lab, text in b["tabs"]:
                 lines += [lab, text]
@@ -240,6 +241,57 @@ def markdown(spec: dict[str, Any]) -> str:
     return "\n".join(out) + "\n"
 
 
+def mdx(spec: dict[str, Any]) -> str:
+    """Docusaurus' MDX: Markdown plus JSX for tabs and for definition lists (no MDX syntax)."""
+    out = ["import Tabs from '@theme/Tabs';", "import TabItem from '@theme/TabItem';", ""]
+    for b in spec["blocks"]:
+        k = b["kind"]
+        if k == "code":
+            opt = " showLineNumbers" if b["linenos"] else ""
+            out += [f"```{b['lang']}{opt}", b["code"], "```", ""]
+        elif k in ("deflist", "api"):
+            items = b["items"] if k == "deflist" else [(b["name"], b["text"])]
+            out.append("<dl>")
+            out += [f"  <dt>{term}</dt>\n  <dd>{d}</dd>" for term, d in items]
+            out += ["</dl>", ""]
+        elif k == "admonition":
+            out += [f":::{b['type']}", "", b["text"], "", ":::", ""]
+        elif k == "tabs":
+            out.append("<Tabs>")
+            for lab, text in b["tabs"]:
+                out += [f'  <TabItem value="{lab.lower()}" label="{lab}">', "", text, "",
+                        "  </TabItem>"]
+            out += ["</Tabs>", ""]
+        else:
+            out.append(markdown({"title": "", "blocks": [b]}).split("\n", 2)[2])
+    return f"# {spec['title']}\n\n" + "\n".join(out) + "\n"
+
+
+DOCUSAURUS_CONFIG = """module.exports = {
+  title: 'Bench', url: 'http://127.0.0.1', baseUrl: '/',
+  onBrokenLinks: 'ignore', onBrokenMarkdownLinks: 'ignore',
+  presets: [['classic', {docs: {routeBasePath: '/'}, blog: false, pages: false}]],
+};
+"""
+
+
+def build_docusaurus(workdir: Path, specs: list[dict[str, Any]], install: Path) -> list[dict]:
+    """Build with a Docusaurus install (a directory holding node_modules/@docusaurus/core)."""
+    site = workdir / "docusaurus-classic"
+    shutil.rmtree(site, ignore_errors=True)
+    (site / "docs").mkdir(parents=True)
+    (site / "docusaurus.config.js").write_text(DOCUSAURUS_CONFIG, encoding="utf-8")
+    (site / "node_modules").symlink_to(install.resolve() / "node_modules")
+    for n, s in enumerate(specs):
+        (site / "docs" / f"{s['name']}.mdx").write_text(
+            f"---\nsidebar_position: {n + 1}\n---\n\n" + mdx(s), encoding="utf-8")
+    subprocess.run([str(install / "node_modules/.bin/docusaurus"), "build", "--out-dir",
+                    "build"], cwd=site, check=True, capture_output=True)
+    return [{"generator": "docusaurus-classic",
+             "path": str(site / "build" / s["name"] / "index.html"),
+             "truth": truth(s, "docusaurus")} for s in specs]
+
+
 # --- building --------------------------------------------------------------------------------
 
 MKDOCS_EXT = """markdown_extensions:
@@ -253,8 +305,9 @@ MKDOCS_EXT = """markdown_extensions:
 """
 
 
-def build(workdir: Path, pages: int, seed: int = 9) -> list[dict[str, Any]]:
-    """Write both sources, run the generators, return one record per built HTML page."""
+def build(workdir: Path, pages: int, seed: int = 9,
+          docusaurus: Path | None = None) -> list[dict[str, Any]]:
+    """Write the sources, run the generators, return one record per built HTML page."""
     rng = random.Random(seed)
     specs = [make_spec(rng, n) for n in range(pages)]
     records: list[dict[str, Any]] = []
@@ -292,5 +345,7 @@ def build(workdir: Path, pages: int, seed: int = 9) -> list[dict[str, Any]]:
                     html = out / s["name"] / "index.html"
                 records.append({"generator": f"{gen}-{theme}", "path": str(html),
                                 "truth": truth(s, gen)})
+    if docusaurus is not None:
+        records += build_docusaurus(workdir, specs, docusaurus)
     (workdir / "pages.json").write_text(json.dumps(records), encoding="utf-8")
     return records

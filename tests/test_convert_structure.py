@@ -206,3 +206,13 @@ def test_news_pages_drop_captions_and_bylines_docs_pages_keep_figures():
     docs = convert(article)
     assert "![Waves](https://docs.example.com/a.jpg)" in docs
     assert "Waves on Monday" in docs
+
+
+def test_code_tokens_named_like_boilerplate_stay():
+    prism = ('<pre class="prism-code language-python"><code>'
+             '<span class="token-line"><span class="token plain">x = 1  </span>'
+             '<span class="token comment"># share &amp; print</span><br></span>'
+             '<span class="token-line"><span class="token tags">print</span>(x)<br></span>'
+             "</code></pre>")
+    assert code_blocks(convert(f"<main><article>{prism}</article></main>")) == \
+        ["x = 1  # share & print\nprint(x)\n"]

@@ -249,8 +249,10 @@ def _widgets(root: Any, news: bool) -> set[Any]:
             return True
         return any(True for _ in el.iter(_KEEP_TAGS))
 
+    # code is never a widget: Prism marks comments <span class="token comment">
+    in_code = {e for block in root.iter("pre", "code") for e in block.iter()}
     for el in root.iter():
-        if el is root or not isinstance(el.tag, str):
+        if el is root or not isinstance(el.tag, str) or el in in_code:
             continue
         if news and el.tag in ("figure", "figcaption"):
             out.add(el)
@@ -279,7 +281,7 @@ def _widgets(root: Any, news: bool) -> set[Any]:
     for s in root.xpath(".//text()[normalize-space()]"):
         if len(s) < 200 and _WIDGET_TEXT_RE.match(s):
             el = s.getparent()
-            if s.is_tail:
+            if s.is_tail or el in in_code:
                 continue
             if el is root or text_len(el) > 160:
                 continue
