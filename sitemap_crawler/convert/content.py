@@ -26,6 +26,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from lxml import etree
+
 from sitemap_crawler.convert.render import BOILERPLATE
 
 _STRONG_WORDS = (
@@ -47,6 +49,8 @@ _NEWS_WORDS = ("captions?|credits?|gallery|slideshow|carousel|byline|bylines|aut
                "dateline|timestamp|published|video|videos|video-player|photo|photos|"
                "image-credit|media-credit|lightbox|figcaption|inline-media|headline-list")
 _NEWS_RE = re.compile(rf"(?:^|[\s_-])(?:{_NEWS_WORDS})(?:$|[\s_-])", re.I)
+_ANY_WORD_RE = re.compile(rf"(?:^|[\s_-])(?:{_STRONG_WORDS}|{_WEAK_WORDS}|{_NEWS_WORDS})"
+                          r"(?:$|[\s_-])", re.I)
 _CONTENT_RE = re.compile(r"(?:^|[\s_-])(?:content|article|body|main|post|entry|story|text|"
                          r"markdown|typeset|document|prose)(?:$|[\s_-])", re.I)
 _WIDGET_TEXT_RE = re.compile(
@@ -70,6 +74,11 @@ _BODY_RE = re.compile(r"(?:^|\s)(?:[\w-]*(?:article|story|entry|post|news)[-_]?(
                       r"text)|articlebody|body-?text|story|article-?body)(?:$|\s)", re.I)
 _NOT_TEXT = ("script", "style", "noscript", "template")
 _NEWS_KINDS = frozenset({"article", "articleBody"})
+_NAMED_OUTSIDE_CODE = etree.XPath(
+    ".//*[@class or @id][not(ancestor-or-self::pre)][not(ancestor-or-self::code)]")
+_SHORT_TEXTS_OUTSIDE_CODE = etree.XPath(
+    ".//text()[normalize-space()][string-length() < 200][not(ancestor::pre)]"
+    "[not(ancestor::code)]")
 
 
 @dataclass
@@ -249,16 +258,13 @@ def _widgets(root: Any, news: bool) -> set[Any]:
             return True
         return any(True for _ in el.iter(_KEEP_TAGS))
 
-    # code is never a widget: Prism marks comments <span class="token comment">
-    in_code = {e for block in root.iter("pre", "code") for e in block.iter()}
-    for el in root.iter():
-        if el is root or not isinstance(el.tag, str) or el in in_code:
-            continue
-        if news and el.tag in ("figure", "figcaption"):
-            out.add(el)
-            continue
+    if news:
+        out.update(root.iter("figure", "figcaption"))
+    # code is never a widget (Prism marks comments <span class="token comment">); libxml2
+    # selects the named elements outside code, Python looks only at those
+    for el in _NAMED_OUTSIDE_CODE(root):
         names = _names(el)
-        if not names:
+        if not names or not _ANY_WORD_RE.search(names):
             continue
         strong = _STRONG_RE.search(names) or (news and _NEWS_RE.search(names))
         weak = not strong and _WEAK_RE.search(names)
@@ -278,10 +284,10 @@ def _widgets(root: Any, news: bool) -> set[Any]:
                 out.add(lst)  # an on-page table of contents
     for a in root.xpath(".//a[@rel='prev' or @rel='next']"):
         out.add(_climb(a, root, 200))
-    for s in root.xpath(".//text()[normalize-space()]"):
-        if len(s) < 200 and _WIDGET_TEXT_RE.match(s):
+    for s in _SHORT_TEXTS_OUTSIDE_CODE(root):
+        if _WIDGET_TEXT_RE.match(s):
             el = s.getparent()
-            if s.is_tail or el in in_code:
+            if s.is_tail:
                 continue
             if el is root or text_len(el) > 160:
                 continue

@@ -96,6 +96,9 @@ def code_language(pre: Any) -> str:
 
 def is_gutter(cls: str) -> bool:
     """Line-number gutters of the common highlighters (Pygments, Prism, Chroma, Docusaurus)."""
+    low = cls.lower()
+    if "ln" not in low and "line" not in low and "gutter" not in low:
+        return False  # the common case, without a regex
     return not _GUTTER_TOKENS.isdisjoint(cls.split()) or bool(_GUTTER_RE.search(cls))
 
 
@@ -195,6 +198,8 @@ class Renderer:
             return
         text = "".join(self.parts)
         self.parts = []
+        if text.isspace():
+            return
         lines = [ln for ln in (_SPACES_RE.sub(" ", s).strip() for s in text.split("\n")) if ln]
         if not lines:
             return
@@ -280,12 +285,17 @@ class Renderer:
         return self.take_inline(start)
 
     def text(self, s: str) -> None:
+        if s.isspace():  # the indentation between tags: one space at most, never a character
+            self.parts.append(" ")
+            return
+        s = _WS_RE.sub(" ", s)
         self.text_chars += len(s)
-        self.parts.append(escape_text(_WS_RE.sub(" ", s)))
+        self.parts.append(escape_text(s))
 
     def raw_text(self, s: str) -> None:
+        s = _WS_RE.sub(" ", s)
         self.text_chars += len(s)
-        self.parts.append(_WS_RE.sub(" ", s))
+        self.parts.append(s)
 
     # --- blocks ------------------------------------------------------------------------------
 
@@ -435,6 +445,21 @@ class Renderer:
         self.emit(_fence(code, lang))
         self.brk(2)
 
+    def _pre_skip(self, el: Any, tag: str) -> bool:
+        """``skip`` for the inside of code: hidden elements, buttons and gutters only."""
+        if tag in self.drop:
+            return True
+        attrib = el.attrib
+        if not attrib:
+            return False
+        if "hidden" in attrib or attrib.get("aria-hidden", "").lower() == "true":
+            return True
+        cls = attrib.get("class")
+        if cls and is_gutter(cls):
+            return True
+        style = attrib.get("style")
+        return bool(style) and "display:none" in style.replace(" ", "").lower()
+
     def _pre_walk(self, el: Any, out: list[str]) -> None:
         if el.text:
             out.append(el.text)
@@ -444,11 +469,8 @@ class Renderer:
                 pass
             elif tag == "br":
                 out.append("\n")
-            elif not self.skip(child):
-                cls = child.get("class")
-                if cls and is_gutter(cls):
-                    pass
-                elif tag in _PRE_BLOCKS:  # one <div> per line (Docusaurus, Shiki, Expressive)
+            elif not self._pre_skip(child, tag):
+                if tag in _PRE_BLOCKS:  # one <div> per line (Docusaurus, Shiki, Expressive)
                     if out and not out[-1].endswith("\n"):
                         out.append("\n")
                     self._pre_walk(child, out)
