@@ -292,6 +292,61 @@ def build_docusaurus(workdir: Path, specs: list[dict[str, Any]], install: Path) 
              "truth": truth(s, "docusaurus")} for s in specs]
 
 
+def hugo_markdown(spec: dict[str, Any]) -> str:
+    """Hugo's Goldmark: Markdown with definition lists, Chroma code (``linenos=table``), no
+    admonition or tab syntax in Hugo 0.111 (a quote with a bold title, bold tab labels)."""
+    out = ["---", f"title: {spec['title']}", "---", ""]
+    for b in spec["blocks"]:
+        k = b["kind"]
+        if k == "code":
+            opt = " {linenos=table}" if b["linenos"] else ""
+            out += [f"```{b['lang']}{opt}", b["code"], "```", ""]
+        elif k == "admonition":
+            out += [f"> **{b['type'].capitalize()}**", ">", f"> {b['text']}", ""]
+        elif k == "tabs":
+            for lab, text in b["tabs"]:
+                out += [f"**{lab}**", "", text, ""]
+        else:
+            out.append(markdown({"title": "", "blocks": [b]}).split("\n", 2)[2])
+    return "\n".join(out) + "\n"
+
+
+HUGO_CONFIG = """baseURL = 'http://127.0.0.1/'
+title = 'Bench'
+[markup.highlight]
+  noClasses = false
+"""
+HUGO_SINGLE = """<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">
+<title>{{ .Title }} | {{ .Site.Title }}</title></head><body>
+<header class="site-header"><a class="brand" href="/">{{ .Site.Title }}</a>
+<nav><ul>{{ range .Site.RegularPages }}<li><a href="{{ .RelPermalink }}">{{ .Title }}</a></li>
+{{ end }}</ul></nav></header>
+<div class="container"><main><article class="content"><h1>{{ .Title }}</h1>
+{{ .Content }}</article>
+<aside class="toc"><h2>On this page</h2>{{ .TableOfContents }}</aside></main></div>
+<footer class="site-footer"><p>Made with Hugo. Copyright Bench authors.</p></footer>
+</body></html>
+"""
+
+
+def build_hugo(workdir: Path, specs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Build with the ``hugo`` binary and a small layout of our own (no theme is installable
+    offline); the content markup is Hugo's: Goldmark and Chroma."""
+    site = workdir / "hugo-plain"
+    shutil.rmtree(site, ignore_errors=True)
+    (site / "content").mkdir(parents=True)
+    (site / "layouts" / "_default").mkdir(parents=True)
+    (site / "hugo.toml").write_text(HUGO_CONFIG, encoding="utf-8")
+    (site / "layouts" / "_default" / "single.html").write_text(HUGO_SINGLE, encoding="utf-8")
+    (site / "layouts" / "_default" / "list.html").write_text("{{ .Title }}", encoding="utf-8")
+    for s in specs:
+        (site / "content" / f"{s['name']}.md").write_text(hugo_markdown(s), encoding="utf-8")
+    subprocess.run(["hugo", "--quiet", "-s", str(site), "-d", str(site / "public")],
+                   check=True, capture_output=True)
+    return [{"generator": "hugo-plain", "path": str(site / "public" / s["name"] / "index.html"),
+             "truth": truth(s, "hugo")} for s in specs]
+
+
 # --- building --------------------------------------------------------------------------------
 
 MKDOCS_EXT = """markdown_extensions:
@@ -347,5 +402,7 @@ def build(workdir: Path, pages: int, seed: int = 9,
                                 "truth": truth(s, gen)})
     if docusaurus is not None:
         records += build_docusaurus(workdir, specs, docusaurus)
+    if shutil.which("hugo"):
+        records += build_hugo(workdir, specs)
     (workdir / "pages.json").write_text(json.dumps(records), encoding="utf-8")
     return records
