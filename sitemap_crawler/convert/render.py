@@ -4,7 +4,8 @@ Why not markdownify: it needs a BeautifulSoup tree (a second tree per page), its
 to be monkeypatched to be fast enough, and its output does not survive what docs generators
 put in the HTML: ``<br>`` and per-line ``<span>/<div>`` inside ``<pre>`` became backslashes
 and blank lines, ``<dd>`` became a 4-space indent that CommonMark reads as a code block.
-Walking the lxml tree directly fixes both and is ~3x faster.
+Walking the lxml tree directly fixes both; rendering a generated docs page's main content
+takes ~0.95 ms where stock markdownify takes ~6.5 ms (``bench/bench_convert.py --phases``).
 
 The walk appends inline text to a paragraph buffer and emits finished lines with the prefixes
 of the enclosing block quotes and list items, so inline elements that wrap block elements
