@@ -216,3 +216,10 @@ def test_code_tokens_named_like_boilerplate_stay():
              "</code></pre>")
     assert code_blocks(convert(f"<main><article>{prism}</article></main>")) == \
         ["x = 1  # share & print\nprint(x)\n"]
+
+
+def test_mathjax2_script_tex_is_kept_other_scripts_are_not():
+    body = ('<main><p>Area <script type="math/tex">\\pi r^2</script>, and</p>'
+            '<script type="math/tex; mode=display">\\sum_i x_i</script>'
+            "<script>track('x')</script></main>")
+    assert convert(body) == "Area $\\pi r^2$, and\n\n$$\n\\sum_i x_i\n$$\n"

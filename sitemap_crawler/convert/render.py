@@ -230,8 +230,10 @@ class Renderer:
     def skip(self, el: Any) -> bool:
         """Leave this element (not its tail) out of the content."""
         tag = el.tag
-        if not isinstance(tag, str) or tag in self.drop:
+        if not isinstance(tag, str):
             return True
+        if tag in self.drop:  # MathJax 2 keeps the TeX in <script type="math/tex">
+            return tag != "script" or not (el.get("type") or "").startswith("math/tex")
         if el in self.widgets:
             return True
         attrib = el.attrib
@@ -645,6 +647,17 @@ class Renderer:
         self.emit([ln.rstrip() for ln in text.split("\n")])
         self.brk(2)
 
+    def tex_script(self, el: Any) -> None:
+        text = (el.text or "").strip()
+        if text:
+            self.text_chars += len(text)
+            if "mode=display" in (el.get("type") or ""):
+                self.brk(2)
+                self.emit(["$$", text, "$$"])
+                self.brk(2)
+            else:
+                self.parts.append(f"${_WS_RE.sub(' ', text)}$")
+
     def span(self, el: Any) -> None:
         cls = el.get("class")
         if cls and ("math" in cls or "arithmatex" in cls):
@@ -679,5 +692,5 @@ _HANDLERS: dict[str, Any] = {
     "del": Renderer.strike, "s": Renderer.strike, "strike": Renderer.strike,
     "code": Renderer.code, "kbd": Renderer.code, "samp": Renderer.code, "tt": Renderer.code,
     "a": Renderer.a, "img": Renderer.img, "br": Renderer.br, "math": Renderer.math,
-    "span": Renderer.span, "video": Renderer.video,
+    "span": Renderer.span, "video": Renderer.video, "script": Renderer.tex_script,
 }
