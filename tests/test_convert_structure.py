@@ -223,3 +223,13 @@ def test_mathjax2_script_tex_is_kept_other_scripts_are_not():
             '<script type="math/tex; mode=display">\\sum_i x_i</script>'
             "<script>track('x')</script></main>")
     assert convert(body) == "Area $\\pi r^2$, and\n\n$$\n\\sum_i x_i\n$$\n"
+
+
+def test_one_story_beside_an_article_of_teasers_is_the_page():
+    story = "<p>" + "The story itself, told in full sentences, with details. " * 12 + "</p>"
+    teaser = "<article><h3>Other story</h3><p>" + "A teaser of another story. " * 8 \
+        + "</p></article>"
+    body = f"<article><h1>Story</h1>{story}</article><article>{teaser * 4}</article>"
+    p = html_to_markdown(f"<html><body>{body}</body></html>", URL)
+    assert p.root == "article"
+    assert p.markdown.startswith("# Story\n") and "Other story" not in p.markdown

@@ -153,6 +153,11 @@ def _semantic(doc: Any) -> tuple[Any, str] | None:
     if len(articles) == 1:
         return articles[0], "article"
     if len(articles) > 1:  # one story among teasers, or a listing (then no single root)
+        # an <article> holding <article>s is a list of teasers; one story beside it is the page
+        alone = [a for a in articles if a.find(".//article") is None
+                 and next(a.iterancestors("article"), None) is None]
+        if len(alone) == 1 and len(alone) < len(articles) and text_len(alone[0]) >= 500:
+            return alone[0], "article"
         sizes = sorted(((text_len(a), i) for i, a in enumerate(articles)), reverse=True)
         if sizes[0][0] >= 500 and sizes[0][0] >= 3 * sizes[1][0]:
             return articles[sizes[0][1]], "article"
