@@ -147,34 +147,28 @@ def _phases(pages: list[str], rounds: int) -> None:
     from bs4 import BeautifulSoup
     from lxml import etree
 
-    from sitemap_crawler import convert as c
+    from sitemap_crawler.convert import content, render
+    from sitemap_crawler.convert import markdown as c
 
     url = "https://docs.example.com/guide/page/"
     docs = [c._parse(p) for p in pages]
-    roots = [c._main_content(d) for d in docs]
-    subs = [etree.tostring(r, encoding="unicode", method="html") for r, _ in roots]
-    trees = [c._build(r, c._Ctx(url, whole)) for r, whole in roots]
-    conv = c._converter(None)
-    mds = [conv.process_tag(t, set()) for t in trees]
-    soups = [BeautifulSoup(s, "lxml") for s in subs]
+    choices = [content.choose(d) for d in docs]
+
+    def convert(ch: Any) -> str:
+        return render.Renderer(url, whole_body=ch.whole_body,
+                               drop_elements=ch.widgets).markdown(ch.root)
+
+    mds = [convert(ch) for ch in choices]
+    subs = [etree.tostring(ch.root, encoding="unicode", method="html") for ch in choices]
     stock = markdownify.MarkdownConverter(heading_style="atx", bullets="-")
     rows: list[tuple[str, Callable[[Any], object], list[Any]]] = [
         ("parse whole page with lxml", c._parse, pages),
-        ("metadata + pick main content", lambda d: (c._read_head(d, url), c._main_content(d)),
-         docs),
-        ("copy main subtree lxml -> bs4 (ours)",
-         lambda r: c._build(r[0], c._Ctx(url, r[1])), roots),
-        ("convert bs4 tree (our markdownify subclass)",
-         lambda t: conv.process_tag(t, set()), trees),
+        ("metadata", lambda d: c._read_head(d, url), docs),
+        ("pick main content + widgets (content.choose)", content.choose, docs),
+        ("render main subtree to markdown (render.Renderer)", convert, choices),
         ("tidy + content hash", lambda m: c.normalized_hash(c._tidy(m)), mds),
-        ("alt: BeautifulSoup(whole page, 'lxml')", lambda p: BeautifulSoup(p, "lxml"),
-         pages),
-        ("alt: serialise main subtree", lambda r: etree.tostring(r[0], encoding="unicode",
-                                                                  method="html"), roots),
-        ("alt: BeautifulSoup(subtree, 'lxml')", lambda s: BeautifulSoup(s, "lxml"), subs),
-        ("alt: BeautifulSoup(subtree, 'html.parser')",
-         lambda s: BeautifulSoup(s, "html.parser"), subs),
-        ("alt: stock markdownify convert of subtree soup", stock.convert_soup, soups),
+        ("alt: stock markdownify of the main subtree",
+         lambda s: stock.convert_soup(BeautifulSoup(s, "lxml")), subs),
     ]
     print("phases (CPU ms/page):")
     for name, fn, data in rows:

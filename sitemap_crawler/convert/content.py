@@ -1,0 +1,359 @@
+"""Which element of a page is its main content, and which blocks inside it are widgets.
+
+Chosen from signals every generator emits, not from a list of class names per site:
+
+1. the generator's own content element: ``itemprop=articleBody`` (schema.org), ``<main>`` or
+   ``role=main`` — and the single ``<article>`` inside it when that holds the text (Docusaurus
+   and MkDocs Material put the TOC column and sidebars inside ``<main>``), else one ``<article>``
+   that holds most of the articles' text;
+2. without one, text density: every paragraph scores its length and commas for its ancestors
+   (paragraphs inside header/nav/footer/aside or boilerplate-named regions do not count), and
+   the root is the deepest element that still holds 75 % of the score;
+3. a root with almost no text while the page has more falls back to a wider one (the density
+   pick, then the body), so a real page is not dropped as too short; ``Choice.kind`` records it.
+
+Inside the root, blocks are widgets when their class/id says boilerplate in a generic word
+(``share``, ``related``, ``breadcrumb``, ``pagination``, ``toc``, ``footer`` ...) and they are
+small or mostly links, when they are a short block whose text is a widget's ("Was this page
+helpful?", "Last updated ...", "8 min read", "Edit this page", "Version: 3.2"), when they are a
+list of in-page ``#`` links (an on-page TOC), or a ``rel=prev/next`` bar.  Blocks holding a
+page heading, code or a table, or a large share of the root's text, are never widgets.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from lxml import etree
+
+from sitemap_crawler.convert.render import BOILERPLATE
+
+_STRONG_WORDS = (
+    "breadcrumbs?|pagination|pager|paginator|sidebar|side-bar|navbar|nav-bar|footer|toc|"
+    "related|share|sharing|social|socials|comments?|newsletter|subscribe|subscription|signup|"
+    "promo|promotion|advert|advertisement|ads?|ad-slot|sponsor|sponsored|cookie|cookies|"
+    "consent|popup|modal|outbrain|taboola|recommended|recommendations|trending|most-popular|"
+    "prev-next|prevnext|skip-link|skiplink|print|feedback|rating|edit-link|editlink|"
+    "last-updated|lastupdated|tags|tag-list|taglist|categories|author-bio|newsletter-signup|"
+    "navheader|navfooter|fancy_toc|toc-mobile|rail|right-rail|left-rail"
+)
+_WEAK_WORDS = "nav|navigation|menu|header|masthead|banner|meta|byline|hd|ft|widget|tools|links"
+_STRONG_RE = re.compile(rf"(?:^|[\s_-])(?:{_STRONG_WORDS})(?:$|[\s_-])", re.I)
+_WEAK_RE = re.compile(rf"(?:^|[\s_-])(?:{_WEAK_WORDS})(?:$|[\s_-])", re.I)
+# Parts of a news page that its article text does not include: photo galleries, captions and
+# credits, bylines and datelines, embedded videos.  Only for news markup and density roots:
+# a docs figure caption is content.
+_NEWS_WORDS = ("captions?|credits?|gallery|slideshow|carousel|byline|bylines|author|authors|"
+               "dateline|timestamp|published|video|videos|video-player|photo|photos|"
+               "image-credit|media-credit|lightbox|figcaption|inline-media|headline-list")
+_NEWS_RE = re.compile(rf"(?:^|[\s_-])(?:{_NEWS_WORDS})(?:$|[\s_-])", re.I)
+_ANY_WORD_RE = re.compile(rf"(?:^|[\s_-])(?:{_STRONG_WORDS}|{_WEAK_WORDS}|{_NEWS_WORDS})"
+                          r"(?:$|[\s_-])", re.I)
+_CONTENT_RE = re.compile(r"(?:^|[\s_-])(?:content|article|body|main|post|entry|story|text|"
+                         r"markdown|typeset|document|prose)(?:$|[\s_-])", re.I)
+_WIDGET_TEXT_RE = re.compile(
+    r"^\s*(?:was this (?:page|article|doc|information|helpful)|is this page helpful|"
+    r"did (?:you|this) (?:find|help|page)|how helpful|rate this|"
+    r"last (?:updated|modified|edited|reviewed)|updated(?: on)?\s*[:\d]|page last|"
+    r"\d+\s*(?:-\s*)?min(?:ute)?s?\s*read|reading time|edit (?:this|on|page)|"
+    r"improve this (?:page|doc)|suggest (?:an )?edits?|report an? (?:issue|problem)|"
+    r"on this page|in this (?:article|page)|table of contents|"
+    r"share(?: this)?(?: article| page| story)?\s*:?\s*$|print(?: this)?(?: page)?\s*$|"
+    r"published\b|image \d+ of \d+|version\s*:?\s*v?\d|v\d+(?:\.\d+)+\s*$|tags?\s*:|"
+    r"back to top|skip to|"
+    r"(?:« ?|← ?|‹ ?)?(?:previous|prev|next)(?: ?»| ?→| ?›)?\s*(?:page|article|post|chapter)?"
+    r"\s*:?\s*$|advertisement\s*$|sign up for|subscribe to|follow us)", re.I)
+_KEEP_TAGS = frozenset({"h1", "h2", "pre", "table"})
+_PARA_TAGS = ("p", "pre", "td", "blockquote", "dd", "div", "span", "section", "article",
+              "font", "center")
+_INLINE = frozenset({"a", "em", "strong", "b", "i", "u", "code", "span", "font", "small",
+                     "sup", "sub", "abbr", "cite", "q", "mark", "time"})
+_BODY_RE = re.compile(r"(?:^|\s)(?:[\w-]*(?:article|story|entry|post|news)[-_]?(?:body|content|"
+                      r"text)|articlebody|body-?text|story|article-?body)(?:$|\s)", re.I)
+_NOT_TEXT = ("script", "style", "noscript", "template")
+_NEWS_KINDS = frozenset({"article", "articleBody"})
+_NAMED_OUTSIDE_CODE = etree.XPath(
+    ".//*[@class or @id][not(ancestor-or-self::pre)][not(ancestor-or-self::code)]")
+_SHORT_TEXTS_OUTSIDE_CODE = etree.XPath(
+    ".//text()[normalize-space()][string-length() < 200][not(ancestor::pre)]"
+    "[not(ancestor::code)]")
+
+
+@dataclass
+class Choice:
+    """The content root, how it was found, and the widget elements inside it to leave out."""
+
+    root: Any
+    kind: str  # articleBody | main | main>article | role=main | article | density | body
+    whole_body: bool
+    widgets: set[Any] = field(default_factory=set)
+
+
+def text_len(el: Any) -> int:
+    """Characters of visible text below ``el`` (script/style text not counted)."""
+    total = len("".join(el.itertext()))
+    for s in el.iter(_NOT_TEXT):
+        total -= len("".join(s.itertext()))
+    return total
+
+
+def _link_len(el: Any) -> int:
+    return sum(len("".join(a.itertext())) for a in el.iter("a"))
+
+
+def _hidden(el: Any) -> bool:
+    attrib = el.attrib
+    if not attrib:
+        return False
+    if "hidden" in attrib or attrib.get("aria-hidden", "").strip().lower() == "true":
+        return True
+    style = attrib.get("style")
+    return bool(style) and "display:none" in style.replace(" ", "").lower()
+
+
+def _visible(els: Any) -> list[Any]:
+    return [e for e in els if not _hidden(e)]
+
+
+_SLUG_ID_TAGS = frozenset({"h1", "h2", "h3", "h4", "h5", "h6", "dt", "section", "span", "a",
+                           "li", "p", "code", "table", "figure"})
+_HEADING_TAGS = frozenset({"h1", "h2", "h3", "h4", "h5", "h6"})
+
+
+def _names(el: Any) -> str:
+    """Class and id words; an id is skipped where generators make it from the text (headings,
+    API terms, sections: a section titled "Share" has id="share")."""
+    cls, id_ = el.get("class"), el.get("id")
+    if id_ and (el.tag in _SLUG_ID_TAGS or (len(el) and el[0].tag in _HEADING_TAGS)):
+        id_ = None
+    if cls and id_:
+        return cls + " " + id_
+    return cls or id_ or ""
+
+
+def _semantic(doc: Any) -> tuple[Any, str] | None:
+    body = _visible(doc.xpath("//*[@itemprop='articleBody']"))
+    if len(body) == 1:
+        return body[0], "articleBody"
+    main = next(iter(_visible(doc.iter("main"))), None)
+    kind = "main"
+    if main is None:
+        main = next(iter(_visible(doc.xpath("//*[@role='main']"))), None)
+        kind = "role=main"
+    if main is not None:
+        if main.tag == "article":
+            return main, kind
+        articles = _visible(main.iter("article"))
+        if len(articles) == 1 and text_len(articles[0]) >= 0.3 * text_len(main):
+            return articles[0], "main>article"
+        return main, kind
+    articles = _visible(doc.iter("article"))
+    if len(articles) == 1:
+        return articles[0], "article"
+    if len(articles) > 1:  # one story among teasers, or a listing (then no single root)
+        # an <article> holding <article>s is a list of teasers; one story beside it is the page
+        alone = [a for a in articles if a.find(".//article") is None
+                 and next(a.iterancestors("article"), None) is None]
+        if len(alone) == 1 and len(alone) < len(articles) and text_len(alone[0]) >= 500:
+            return alone[0], "article"
+        sizes = sorted(((text_len(a), i) for i, a in enumerate(articles)), reverse=True)
+        if sizes[0][0] >= 500 and sizes[0][0] >= 3 * sizes[1][0]:
+            return articles[sizes[0][1]], "article"
+    return None
+
+
+def _p_text(el: Any) -> int:
+    return sum(len("".join(p.itertext())) for p in el.iter("p"))
+
+
+def _named_body(root: Any) -> Any:
+    """An element named like an article body (``article-body``, ``entry-content``...) inside
+    ``root`` that holds most of its paragraphs: news templates put rails and teasers beside
+    it inside the same ``<article>``."""
+    total = _p_text(root)
+    if not total:
+        return root
+    for el in root.iter("div", "section", "article"):
+        names = _names(el)
+        if el is not root and names and _BODY_RE.search(names) and \
+                _p_text(el) >= 0.6 * total:
+            return el
+    return root
+
+
+def _boiler_region(el: Any, cache: dict[Any, bool]) -> bool:
+    """Is ``el`` (or an ancestor) header/nav/footer/aside or a boilerplate-named region?"""
+    chain = []
+    node = el
+    result = False
+    while node is not None:
+        if node in cache:
+            result = cache[node]
+            break
+        chain.append(node)
+        tag = node.tag
+        if tag in BOILERPLATE or node.get("role") in ("navigation", "banner", "contentinfo",
+                                                      "complementary", "search"):
+            result = True
+            break
+        names = _names(node)
+        if names and _STRONG_RE.search(names) and not _CONTENT_RE.search(names):
+            result = True
+            break
+        node = node.getparent()
+    for n in chain:
+        cache[n] = result
+    return result
+
+
+def _own_text(el: Any) -> tuple[str, int]:
+    """The text an element holds itself (with its inline children), and how much is links."""
+    parts = [el.text or ""]
+    links = 0
+    for c in el:
+        tag = c.tag
+        if tag in _INLINE:
+            t = "".join(c.itertext())
+            parts.append(t)
+            if tag == "a":
+                links += len(t)
+        if c.tail:
+            parts.append(c.tail)
+    return " ".join("".join(parts).split()), links
+
+
+def _density_root(body: Any) -> Any:
+    """The deepest element holding 75 % of the text score (readability-like): every element
+    whose own text is a paragraph (25+ characters) scores for itself and its ancestors."""
+    scores: dict[Any, float] = {}
+    cache: dict[Any, bool] = {}
+    for p in body.iter(_PARA_TAGS):
+        text, links = _own_text(p)
+        if len(text) < 25 or _boiler_region(p, cache):
+            continue
+        score = (1 + text.count(",") + min(len(text) / 100, 3)) * \
+            max(0.0, 1 - links / len(text)) ** 2
+        node = p
+        while node is not None:
+            scores[node] = scores.get(node, 0.0) + score
+            if node is body:
+                break
+            node = node.getparent()
+    total = scores.get(body, 0.0)
+    if not total:
+        return body
+    node = body
+    while True:
+        best = max((c for c in node if isinstance(c.tag, str)), key=lambda c: scores.get(c, 0),
+                   default=None)
+        if best is None or scores.get(best, 0) < 0.75 * total:
+            return node
+        node = best
+
+
+def _widgets(root: Any, news: bool) -> set[Any]:
+    """Blocks inside the content root that are widgets, by the signals in the module doc."""
+    out: set[Any] = set()
+    root_len = max(text_len(root), 1)
+
+    def protected(el: Any, size: int, share: float = 0.4) -> bool:
+        if size > share * root_len:
+            return True
+        return any(True for _ in el.iter(_KEEP_TAGS))
+
+    if news:
+        out.update(root.iter("figure", "figcaption"))
+    # code is never a widget (Prism marks comments <span class="token comment">); libxml2
+    # selects the named elements outside code, Python looks only at those
+    for el in _NAMED_OUTSIDE_CODE(root):
+        names = _names(el)
+        if not names or not _ANY_WORD_RE.search(names):
+            continue
+        strong = _STRONG_RE.search(names) or (news and _NEWS_RE.search(names))
+        weak = not strong and _WEAK_RE.search(names)
+        if not (strong or weak) or _CONTENT_RE.search(names):
+            continue
+        size = text_len(el)
+        if protected(el, size, 0.6 if strong else 0.4):
+            continue
+        links = _link_len(el)
+        if strong or (size and links / size > 0.5) or size < 80:
+            out.add(el)
+    for lst in root.iter("ul", "ol"):
+        anchors = lst.findall(".//a[@href]")
+        if len(anchors) >= 3 and all(a.get("href", "").startswith("#") for a in anchors):
+            size = text_len(lst)
+            if size and _link_len(lst) / size > 0.8 and not protected(lst, size):
+                out.add(lst)  # an on-page table of contents
+    for a in root.xpath(".//a[@rel='prev' or @rel='next']"):
+        out.add(_climb(a, root, 200))
+    for s in _SHORT_TEXTS_OUTSIDE_CODE(root):
+        if _WIDGET_TEXT_RE.match(s):
+            el = s.getparent()
+            if s.is_tail:
+                continue
+            if el is root or text_len(el) > 160:
+                continue
+            el = _climb(el, root, 160)
+            if not protected(el, text_len(el)):
+                out.add(el)
+    if news:  # no generator markup to trust: link lists without prose are menus
+        for el in root.iter("ul", "ol", "div", "section", "table", "aside", "header"):
+            if el is root or el in out:
+                continue
+            anchors = el.findall(".//a")
+            if len(anchors) < 3:
+                continue
+            size = text_len(el)
+            if not size or _link_len(el) / size <= 0.4 or protected(el, size):
+                continue
+            if not any(_prose(p) for p in el.iter("p")):
+                out.add(el)
+    return out
+
+
+def _prose(p: Any) -> bool:
+    """A paragraph a person wrote: long enough, and mostly not links."""
+    text = "".join(p.itertext())
+    return len(text) >= 150 and _link_len(p) < 0.3 * len(text)
+
+
+def _climb(el: Any, root: Any, limit: int) -> Any:
+    """The widest ancestor below ``root`` that is still a short block (the whole widget)."""
+    while True:
+        parent = el.getparent()
+        if parent is None or parent is root or text_len(parent) > limit:
+            return el
+        el = parent
+
+
+def choose(doc: Any, *, news: bool = False, min_chars: int = 200) -> Choice:
+    """The main-content root of ``doc`` and the widgets inside it.
+
+    ``news``: the page says it is an article (``og:type=article``); its rails, galleries,
+    captions and bylines are then widgets even inside ``<main>``.
+    """
+    body = doc.find("body")
+    if body is None:
+        body = doc
+    found = _semantic(doc)
+    if found is not None:
+        root, kind = found
+        news = news or kind in _NEWS_KINDS
+        if news:
+            root = _named_body(root)
+        size = text_len(root)
+        if size >= min_chars or text_len(body) < 2 * max(size, 1) + min_chars:
+            return Choice(root, kind, False, _widgets(root, news))
+    root = _named_body(_density_root(body))
+    for _ in range(2):  # the title above the text block belongs to it
+        parent = root.getparent()
+        if root is body or parent is None or root.find(".//h1") is not None \
+                or len(parent.findall(".//h1")) != 1:
+            break
+        root = parent
+    if root is not body and text_len(root) >= min_chars:
+        return Choice(root, "density", False, _widgets(root, True))
+    return Choice(body, "body", True, _widgets(body, True))

@@ -1,0 +1,696 @@
+"""lxml element → CommonMark + GFM markdown, in one streaming walk written for this crawler.
+
+Why not markdownify: it needs a BeautifulSoup tree (a second tree per page), its hot spots had
+to be monkeypatched to be fast enough, and its output does not survive what docs generators
+put in the HTML: ``<br>`` and per-line ``<span>/<div>`` inside ``<pre>`` became backslashes
+and blank lines, ``<dd>`` became a 4-space indent that CommonMark reads as a code block.
+Walking the lxml tree directly fixes both; rendering a generated docs page's main content
+takes ~0.95 ms where stock markdownify takes ~6.5 ms (``bench/bench_convert.py --phases``).
+
+The walk appends inline text to a paragraph buffer and emits finished lines with the prefixes
+of the enclosing block quotes and list items, so inline elements that wrap block elements
+(``<a><div>…</div></a>``) still come out as text.  ``Renderer.skip`` decides what is never
+content (scripts, forms, hidden elements, permalinks, line-number gutters, and the elements
+the main-content chooser marked as widgets).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+from urllib.parse import urljoin, urlsplit, urlunsplit
+
+# Elements that are never content, even inside <main>: nav (breadcrumbs, prev/next, TOC) and
+# footer ("last updated", "edit this page") are there too, so that they do not move the
+# content hash.  BOILERPLATE (+ header, aside) applies when the content is the whole <body>.
+NEVER = frozenset({
+    "script", "style", "noscript", "form", "button", "svg", "iframe", "template", "input",
+    "select", "textarea", "canvas", "dialog", "object", "embed", "link", "meta", "head",
+    "title", "base", "nav", "footer", "math-field",
+})
+BOILERPLATE = NEVER | {"header", "aside"}
+NAV_ROLES = frozenset({"navigation", "banner", "contentinfo", "search"})
+BODY_NAV_ROLES = NAV_ROLES | {"complementary"}
+_PERMALINK_CLASSES = frozenset({"headerlink", "hash-link", "anchor-link", "anchorjs-link",
+                                "header-anchor", "heading-anchor", "permalink"})
+_PERMALINK_TEXTS = frozenset({"", "¶", "§", "#", "🔗", "⚓"})
+_GUTTER_TOKENS = frozenset({"linenos", "lineno", "linenodiv", "ln", "lnt", "gutter",
+                            "line-numbers-rows", "hljs-ln-numbers", "line-number"})
+_GUTTER_RE = re.compile(r"line-?numbers?(?!-)|linenos|lineno(?!-)", re.I)
+_LANG_CLASS_RE = re.compile(
+    r"(?:^|\s)(?:(?:language|lang|highlight(?:-source)?)-|brush:\s*)([A-Za-z0-9_+#.-]+)")
+_NO_LANG = frozenset({"none", "plaintext", "nohighlight", "text-only", "notranslate",
+                      "default", "source"})
+_BAD_SCHEMES = ("javascript:", "vbscript:", "data:")
+_URL_JUNK_RE = re.compile(r"[\t\n\r]")
+_MD_URL_SPECIAL_RE = re.compile(r"[\s()<>]")
+_WS_RE = re.compile(r"[ \t\n\r\f\v]+")
+_SPACES_RE = re.compile(r" {2,}")
+_UNDERSCORE_RE = re.compile(r"(?<![^\W_])_|_(?![^\W_])")  # not between two letters/digits
+_ESCAPE_NEEDED_RE = re.compile(r"[*_<`\\]")
+_HTML_LIKE_RE = re.compile(r"<(?=[A-Za-z/!?])")
+_LINE_START_RE = re.compile(r"^(#{1,6}(?:\s|$)|[-+](?:\s|$)|>|=+\s*$|\d{1,9}[.)](?:\s|$))")
+_BACKTICKS_RE = re.compile(r"`+")
+_HEADINGS = {"h1": 1, "h2": 2, "h3": 3, "h4": 4, "h5": 5, "h6": 6}
+_PRE_BLOCKS = frozenset({"div", "p", "li", "tr", "table", "tbody", "pre"})
+# the box itself, not its parts (Docusaurus: admonition_xJq3 > admonitionContent_BuS1)
+_ADMONITION_RE = re.compile(r"(?:^|\s)(?:theme-)?admonition(?:_[A-Za-z0-9]+)?(?:$|\s)")
+_MAX_DEPTH = 120  # each level is ~3 Python frames; lxml itself stops at 255
+_LAYOUT_INSIDE = ".//table|.//pre|.//ul|.//ol|.//h1|.//h2|.//h3|.//blockquote|.//dl"
+
+
+def md_url(url: str) -> str:
+    """A URL usable as a markdown link destination (``<...>`` form when it has spaces/parens)."""
+    if not _MD_URL_SPECIAL_RE.search(url):
+        return url
+    return "<" + url.replace("<", "%3C").replace(">", "%3E").replace("\n", "%0A") + ">"
+
+
+def code_language(pre: Any) -> str:
+    """Language of a code block from the classes/data-lang used by common highlighters."""
+    candidates = [pre]
+    code = pre.find("code")
+    if code is not None:
+        candidates.insert(0, code)
+    parent = pre.getparent()
+    for _ in range(2):  # Sphinx: div.highlight-python > div.highlight > pre
+        if parent is None or parent.tag != "div":
+            break
+        candidates.append(parent)
+        parent = parent.getparent()
+    for el in candidates:
+        lang = el.get("data-lang") or el.get("data-language")
+        if lang and lang.strip().lower() not in _NO_LANG:
+            return lang.strip()
+        cls = el.get("class")
+        if cls:
+            for m in _LANG_CLASS_RE.finditer(cls):
+                if m.group(1).lower() not in _NO_LANG:
+                    return m.group(1)
+            tokens = cls.split()
+            if "sourceCode" in tokens and len(tokens) == 2:  # pandoc: "sourceCode python"
+                lang = tokens[1 - tokens.index("sourceCode")]
+                if lang.lower() not in _NO_LANG:
+                    return lang
+    return ""
+
+
+def is_gutter(cls: str) -> bool:
+    """Line-number gutters of the common highlighters (Pygments, Prism, Chroma, Docusaurus)."""
+    low = cls.lower()
+    if "ln" not in low and "line" not in low and "gutter" not in low:
+        return False  # the common case, without a regex
+    return not _GUTTER_TOKENS.isdisjoint(cls.split()) or bool(_GUTTER_RE.search(cls))
+
+
+def escape_text(text: str) -> str:
+    """Escape what would turn prose into markup: emphasis, code spans, raw HTML, escapes."""
+    if not _ESCAPE_NEEDED_RE.search(text):
+        return text
+    text = text.replace("\\", "\\\\").replace("*", r"\*").replace("`", r"\`")
+    if "_" in text:
+        text = _UNDERSCORE_RE.sub(r"\\_", text)
+    if "<" in text:
+        text = _HTML_LIKE_RE.sub(r"\\<", text)
+    return text
+
+
+def _code_span(text: str) -> str:
+    text = _WS_RE.sub(" ", text)
+    if not text.strip():
+        return ""
+    runs = _BACKTICKS_RE.findall(text)
+    if not runs:
+        return "`" + text + "`"
+    fence = "`" * (max(map(len, runs)) + 1)
+    pad = " " if text[0] == "`" or text[-1] == "`" else ""
+    return fence + pad + text + pad + fence
+
+
+def _fence(code: str, lang: str) -> list[str]:
+    runs = re.findall(r"`{3,}", code)
+    fence = "`" * max(3, max(map(len, runs), default=0) + 1)
+    return [fence + lang, *code.split("\n"), fence]
+
+
+class Renderer:
+    """One conversion: walk an lxml subtree, collect markdown lines, links and text."""
+
+    def __init__(self, base: str, *, whole_body: bool, code_default: str = "",
+                 drop_elements: set[Any] | None = None) -> None:
+        self.base = base
+        self.drop = BOILERPLATE if whole_body else NEVER
+        self.nav_roles = BODY_NAV_ROLES if whole_body else NAV_ROLES
+        self.code_default = code_default
+        self.widgets = drop_elements or set()
+        self.links: list[str] = []
+        self.seen: set[str] = set()
+        self.text_chars = 0
+        self.lines: list[str] = []
+        self.parts: list[str] = []
+        self.stack: list[list[Any]] = []  # [first prefix, other prefix, first used]
+        self.sep = 0  # before the next block: 0 nothing, 1 newline, 2 blank line
+        self.flushes = 0
+        self.cell = False  # rendering a table cell: one line
+        self.tab_labels: list[str] = []
+        self.depth = 0
+
+    # --- output ------------------------------------------------------------------------------
+
+    def markdown(self, root: Any) -> str:
+        self.children(root)
+        self.flush()
+        return "\n".join(self.lines)
+
+    def _prefix(self) -> str:
+        out = []
+        for item in self.stack:
+            if item[2]:
+                out.append(item[1])
+            else:
+                out.append(item[0])
+                item[2] = True
+        return "".join(out)
+
+    def emit(self, lines: list[str]) -> None:
+        self.flushes += 1
+        if self.cell:
+            self.lines.append(" ".join(lines))
+            self.sep = 0
+            return
+        if self.lines and self.sep == 2:  # only the quotes/items already open continue here
+            self.lines.append("".join(item[1] for item in self.stack if item[2]).rstrip())
+        self.sep = 0
+        if not self.stack:
+            self.lines.extend(lines)
+            return
+        for line in lines:
+            self.lines.append(self._prefix() + line if line else
+                              "".join(item[1] for item in self.stack).rstrip())
+
+    def take_inline(self, start: int = 0) -> str:
+        """The paragraph buffer from ``start`` as one line, whitespace collapsed."""
+        text = "".join(self.parts[start:])
+        del self.parts[start:]
+        return _SPACES_RE.sub(" ", text.replace("\n", " ")).strip()
+
+    def flush(self) -> None:
+        if not self.parts:
+            return
+        text = "".join(self.parts)
+        self.parts = []
+        if text.isspace():
+            return
+        lines = [ln for ln in (_SPACES_RE.sub(" ", s).strip() for s in text.split("\n")) if ln]
+        if not lines:
+            return
+        if self.cell:
+            self.emit(["<br>".join(lines)])
+            return
+        for i, line in enumerate(lines):
+            m = _LINE_START_RE.match(line)
+            if m:
+                if line[0].isdigit():
+                    k = m.end(1) - 1 if m.group(1)[-1] in ".)" else len(m.group(1).rstrip()) - 1
+                    lines[i] = line[:k] + "\\" + line[k:]
+                else:
+                    lines[i] = "\\" + line
+        for i in range(len(lines) - 1):
+            lines[i] += "\\"
+        self.emit(lines)
+
+    def brk(self, n: int) -> None:
+        """End the paragraph being built; ask for ``n`` newlines before the next block."""
+        self.flush()
+        if n > self.sep:
+            self.sep = n
+
+    # --- walking -----------------------------------------------------------------------------
+
+    def skip(self, el: Any) -> bool:
+        """Leave this element (not its tail) out of the content."""
+        tag = el.tag
+        if not isinstance(tag, str):
+            return True
+        if tag in self.drop:  # MathJax 2 keeps the TeX in <script type="math/tex">
+            return tag != "script" or not (el.get("type") or "").startswith("math/tex")
+        if el in self.widgets:
+            return True
+        attrib = el.attrib
+        if not attrib:
+            return False
+        role = attrib.get("role")
+        if "hidden" in attrib or attrib.get("aria-hidden", "").lower() == "true":
+            return role != "tabpanel"  # hidden tabs are content: one section per tab
+        if role and role in self.nav_roles:
+            return True
+        style = attrib.get("style")
+        if style and "display:none" in style.replace(" ", "").lower():
+            return role != "tabpanel"
+        cls = attrib.get("class")
+        if cls and tag in ("a", "span", "td", "div") and is_gutter(cls):
+            return True
+        if tag == "a":
+            if cls and not _PERMALINK_CLASSES.isdisjoint(cls.split()):
+                return True
+            href = attrib.get("href", "")
+            if href.startswith("#") and \
+                    "".join(el.itertext()).strip(" \u200b\n\t") in _PERMALINK_TEXTS:
+                return True
+        return False
+
+    def node(self, el: Any) -> None:
+        if self.depth > _MAX_DEPTH:  # pathological nesting: its text, without recursion
+            self.text(" ".join(el.itertext()))
+            return
+        self.depth += 1
+        handler = _HANDLERS.get(el.tag)
+        if handler is None:
+            self.children(el)
+        else:
+            handler(self, el)
+        self.depth -= 1
+
+    def children(self, el: Any) -> None:
+        if el.text:
+            self.text(el.text)
+        for child in el:
+            if not self.skip(child):
+                self.node(child)
+            if child.tail:
+                self.text(child.tail)
+
+    def inline_block(self, el: Any) -> str:
+        """The inline content of a block element (heading, term, title) as one line."""
+        self.brk(2)
+        start = len(self.parts)
+        self.children(el)
+        return self.take_inline(start)
+
+    def text(self, s: str) -> None:
+        if s.isspace():  # the indentation between tags: one space at most, never a character
+            self.parts.append(" ")
+            return
+        s = _WS_RE.sub(" ", s)
+        self.text_chars += len(s)
+        self.parts.append(escape_text(s))
+
+    def raw_text(self, s: str) -> None:
+        s = _WS_RE.sub(" ", s)
+        self.text_chars += len(s)
+        self.parts.append(s)
+
+    # --- blocks ------------------------------------------------------------------------------
+
+    def block(self, el: Any) -> None:
+        cls = el.get("class")
+        if cls:
+            if "admonition" in cls and _ADMONITION_RE.search(cls):
+                return self.admonition(el)
+            if "tabbed-labels" in cls:
+                return self.tablist(el)
+            if "tabbed-block" in cls or el.get("role") == "tabpanel":
+                return self.tabpanel(el)
+            if "math" in cls or "arithmatex" in cls:
+                return self.math_block(el)
+        role = el.get("role")
+        if role == "tablist":
+            return self.tablist(el)
+        if role == "tabpanel":
+            return self.tabpanel(el)
+        self.block_children(el)
+
+    def bold_block(self, el: Any) -> None:
+        """A term or title: its inline content in bold, as a paragraph of its own."""
+        text = self.inline_block(el)
+        self.flush()
+        if text:
+            if not (text.startswith("**") and text.endswith("**")):
+                text = "**" + text + "**"
+            self.emit([text])
+        self.brk(2)
+
+    def admonition(self, el: Any) -> None:
+        """Note/warning boxes of Sphinx, MkDocs and Docusaurus: a block quote, title in bold."""
+        self.brk(2)
+        self.stack.append(["> ", "> ", False])
+        titled = False
+        if el.text and el.text.strip():
+            self.text(el.text)
+        for child in el:
+            if not self.skip(child):
+                cls = (child.get("class") or "").lower()
+                if not titled and ("title" in cls or "heading" in cls or child.tag == "summary"):
+                    self.bold_block(child)
+                    titled = True
+                else:
+                    self.node(child)
+            if child.tail:
+                self.text(child.tail)
+        self.brk(2)
+        self.stack.pop()
+
+    def tablist(self, el: Any) -> None:
+        """Tab labels are remembered and printed above their panels, not as a row of words."""
+        self.brk(2)
+        tabs = el.xpath(".//*[@role='tab']") or el.findall(".//label")
+        self.tab_labels = [_collapse("".join(t.itertext())) for t in tabs]
+
+    def tabpanel(self, el: Any) -> None:
+        self.brk(2)
+        if self.tab_labels:
+            label = self.tab_labels.pop(0)
+            if label:
+                self.emit(["**" + escape_text(label) + "**"])
+                self.sep = 2
+        self.block_children(el)
+
+    def block_children(self, el: Any) -> None:
+        self.brk(2)
+        self.children(el)
+        self.brk(2)
+
+    def heading(self, el: Any) -> None:
+        text = self.inline_block(el)
+        if text:
+            if self.cell:
+                self.emit(["**" + text + "**"])
+            else:
+                self.emit(["#" * _HEADINGS[el.tag] + " " + text])
+        self.brk(2)
+
+    def hr(self, el: Any) -> None:
+        self.brk(2)
+        if self.lines and not self.cell:
+            self.emit(["---"])
+        self.brk(2)
+
+    def blockquote(self, el: Any) -> None:
+        self.brk(2)
+        self.stack.append(["> ", "> ", False])
+        self.children(el)
+        self.brk(2)
+        self.stack.pop()
+
+    def list_(self, el: Any) -> None:
+        if el.get("role") == "tablist":
+            return self.tablist(el)
+        in_item = any(not item[1].startswith(">") for item in self.stack)
+        self.brk(1 if in_item else 2)
+        number = None
+        if el.tag == "ol":
+            start = (el.get("start") or "").strip()
+            number = int(start) if start.isdigit() else 1
+        first = True
+        if el.text:
+            self.text(el.text)
+        for child in el:
+            if not self.skip(child):
+                if child.tag == "li":
+                    marker = "- " if number is None else f"{number}. "
+                    if number is not None:
+                        number += 1
+                    self.flush()
+                    if not first:
+                        self.sep = 1
+                    first = False
+                    self.stack.append([marker, " " * len(marker), False])
+                    self.children(child)
+                    self.flush()
+                    self.stack.pop()
+                else:
+                    self.node(child)
+            if child.tail:
+                self.text(child.tail)
+        self.brk(1 if in_item else 2)
+
+
+    # --- code --------------------------------------------------------------------------------
+
+    def pre(self, el: Any, lang_from: Any = None) -> None:
+        out: list[str] = []
+        self._pre_walk(el, out)
+        lines = [ln.rstrip() for ln in "".join(out).replace("\r\n", "\n").split("\n")]
+        while lines and not lines[0]:
+            lines.pop(0)
+        while lines and not lines[-1]:
+            lines.pop()
+        if not lines:
+            return
+        self.text_chars += sum(map(len, lines))
+        code = "\n".join(lines)
+        if self.cell:
+            self.parts.append(_code_span(code))
+            return
+        lang = code_language(el) or (code_language(lang_from) if lang_from is not None
+                                     else "") or self.code_default
+        self.brk(2)
+        self.emit(_fence(code, lang))
+        self.brk(2)
+
+    def _pre_skip(self, el: Any, tag: str) -> bool:
+        """``skip`` for the inside of code: hidden elements, buttons and gutters only."""
+        if tag in self.drop:
+            return True
+        attrib = el.attrib
+        if not attrib:
+            return False
+        if "hidden" in attrib or attrib.get("aria-hidden", "").lower() == "true":
+            return True
+        cls = attrib.get("class")
+        if cls and is_gutter(cls):
+            return True
+        style = attrib.get("style")
+        return bool(style) and "display:none" in style.replace(" ", "").lower()
+
+    def _pre_walk(self, el: Any, out: list[str]) -> None:
+        if el.text:
+            out.append(el.text)
+        for child in el:
+            tag = child.tag
+            if not isinstance(tag, str):
+                pass
+            elif tag == "br":
+                out.append("\n")
+            elif not self._pre_skip(child, tag):
+                if tag in _PRE_BLOCKS:  # one <div> per line (Docusaurus, Shiki, Expressive)
+                    if out and not out[-1].endswith("\n"):
+                        out.append("\n")
+                    self._pre_walk(child, out)
+                    if out and not out[-1].endswith("\n"):
+                        out.append("\n")
+                    if child.tail and not child.tail.strip():
+                        continue  # the newline between two line <div>s is that line's end
+                else:
+                    self._pre_walk(child, out)
+            if child.tail:
+                out.append(child.tail)
+
+    # --- tables ------------------------------------------------------------------------------
+
+    def table(self, el: Any) -> None:
+        cls = el.get("class") or ""
+        if "highlighttable" in cls or "lntable" in cls:  # Pygments/Chroma with line numbers
+            code = el.xpath(".//td[contains(@class,'code') or position()=last()]//pre")
+            if code:
+                return self.pre(code[-1], lang_from=el.getparent())
+        rows = self._rows(el)
+        width = max((len(r) for r in rows), default=0)
+        if width < 2 or self.cell or el.xpath(_LAYOUT_INSIDE):
+            return self.block(el)  # layout table: its cells are blocks
+        self.brk(2)
+        caption = el.find("caption")
+        if caption is not None and not self.skip(caption):
+            self.bold_block(caption)
+        lines = []
+        for i, row in enumerate(rows):
+            row = row + [""] * (width - len(row))
+            lines.append("|" + "".join(f" {c} |" if c else " |" for c in row))
+            if i == 0:
+                lines.append("| " + " | ".join(["---"] * width) + " |")
+        self.brk(2)
+        self.emit(lines)
+        self.brk(2)
+
+    def _rows(self, table: Any) -> list[list[str]]:
+        rows: list[list[str]] = []
+        trs = [c for c in table if c.tag == "tr"]
+        for group in table:
+            if group.tag in ("thead", "tbody", "tfoot"):
+                trs.extend(c for c in group if c.tag == "tr")
+        # thead first, even when the HTML puts tbody rows before it
+        trs.sort(key=lambda tr: 0 if tr.getparent().tag == "thead" else 1)
+        for tr in trs:
+            if self.skip(tr):
+                continue
+            row: list[str] = []
+            for td in tr:
+                if td.tag not in ("td", "th") or self.skip(td):
+                    continue
+                row.append(self._cell(td))
+                span = td.get("colspan", "")
+                if span.isdigit() and int(span) > 1:
+                    row.extend([""] * (min(int(span), 1000) - 1))
+            if row:
+                rows.append(row)
+        return rows
+
+    def _cell(self, td: Any) -> str:
+        saved = (self.lines, self.parts, self.sep, self.stack, self.cell)
+        self.lines, self.parts, self.sep, self.stack, self.cell = [], [], 0, [], True
+        self.children(td)
+        self.flush()
+        text = " ".join(self.lines).strip()
+        self.lines, self.parts, self.sep, self.stack, self.cell = saved
+        return text.replace("|", r"\|")
+
+    # --- inline ------------------------------------------------------------------------------
+
+    def wrap(self, el: Any, mark: str) -> None:
+        start, flushes = len(self.parts), self.flushes
+        self.children(el)
+        if self.flushes != flushes:
+            return
+        inner = "".join(self.parts[start:])
+        stripped = inner.strip()
+        if not stripped or (stripped.startswith(mark) and stripped.endswith(mark)):
+            return
+        del self.parts[start:]
+        lead = " " if inner[0].isspace() else ""
+        trail = " " if inner[-1].isspace() else ""
+        self.parts.append(f"{lead}{mark}{stripped}{mark}{trail}")
+
+    def em(self, el: Any) -> None:
+        self.wrap(el, "*")
+
+    def strong(self, el: Any) -> None:
+        self.wrap(el, "**")
+
+    def strike(self, el: Any) -> None:
+        self.wrap(el, "~~")
+
+    def code(self, el: Any) -> None:
+        cls = el.get("class")
+        if cls and ("math" in cls or "arithmatex" in cls):
+            return self.raw_text("".join(el.itertext()))
+        text = "".join(el.itertext())
+        self.text_chars += len(text)
+        self.parts.append(_code_span(text))
+
+    def a(self, el: Any) -> None:
+        start, flushes = len(self.parts), self.flushes
+        self.children(el)
+        if self.flushes != flushes:
+            return
+        text = self.take_inline(start)
+        href = el.get("href")
+        if href is not None:
+            href = _URL_JUNK_RE.sub("", href).strip()
+        if not href or href.lower().startswith(_BAD_SCHEMES):
+            self.parts.append(text)
+            return
+        absolute = urljoin(self.base, href)
+        if not href.startswith("#") and absolute[:5].lower() in ("http:", "https"):
+            parts = urlsplit(absolute)  # host case-folded, fragment dropped
+            link = urlunsplit((parts.scheme, parts.netloc.lower(), parts.path, parts.query, ""))
+            if link not in self.seen:
+                self.seen.add(link)
+                self.links.append(link)
+        if not text:
+            return
+        title = el.get("title")
+        title = ' "' + _collapse(title).replace('"', '\\"') + '"' if title else ""
+        self.parts.append(f"[{text}]({md_url(absolute)}{title})")
+
+    def img(self, el: Any) -> None:
+        src = (el.get("src") or "").strip()
+        if not src or src.startswith("data:"):
+            src = (el.get("data-src") or el.get("data-original") or "").strip()
+        alt = escape_text(_collapse(el.get("alt") or "")).replace("[", r"\[").replace("]", r"\]")
+        if not src or src.startswith("data:"):
+            if alt:
+                self.parts.append(alt)
+            return
+        url = md_url(urljoin(self.base, _URL_JUNK_RE.sub("", src)))
+        title = el.get("title")
+        title = ' "' + _collapse(title).replace('"', '\\"') + '"' if title else ""
+        self.parts.append(f"![{alt}]({url}{title})")
+
+    def br(self, el: Any) -> None:
+        self.parts.append("\n")
+
+    def math(self, el: Any) -> None:
+        """MathML: the TeX it was written in when the page kept it, else its text."""
+        tex = el.xpath(".//*[local-name()='annotation'][@encoding='application/x-tex']")
+        text = _collapse("".join(tex[0].itertext())) if tex else \
+            (el.get("alttext") or _collapse("".join(el.itertext())))
+        if not text:
+            return
+        self.text_chars += len(text)
+        if el.get("display") == "block":
+            self.brk(2)
+            self.emit(["$$", text, "$$"])
+            self.brk(2)
+        else:
+            self.parts.append(f"${text}$")
+
+    def math_block(self, el: Any) -> None:
+        """MathJax/arithmatex source (``\\(...\\)``, ``$$...$$``) is kept as written."""
+        text = "".join(el.itertext()).strip()
+        if not text:
+            return
+        self.text_chars += len(text)
+        if el.tag in ("span", "code"):
+            self.parts.append(_WS_RE.sub(" ", text))
+            return
+        self.brk(2)
+        self.emit([ln.rstrip() for ln in text.split("\n")])
+        self.brk(2)
+
+    def tex_script(self, el: Any) -> None:
+        text = (el.text or "").strip()
+        if text:
+            self.text_chars += len(text)
+            if "mode=display" in (el.get("type") or ""):
+                self.brk(2)
+                self.emit(["$$", text, "$$"])
+                self.brk(2)
+            else:
+                self.parts.append(f"${_WS_RE.sub(' ', text)}$")
+
+    def span(self, el: Any) -> None:
+        cls = el.get("class")
+        if cls and ("math" in cls or "arithmatex" in cls):
+            return self.raw_text("".join(el.itertext()))
+        self.children(el)
+
+    def video(self, el: Any) -> None:
+        src = el.get("src") or next((s.get("src") for s in el.iter("source") if s.get("src")),
+                                    "")
+        if src:
+            url = md_url(urljoin(self.base, src.strip()))
+            self.parts.append(f"[video]({url})")
+
+
+def _collapse(text: str | None) -> str:
+    return " ".join(text.split()) if text else ""
+
+
+_HANDLERS: dict[str, Any] = {
+    **{t: Renderer.block for t in (
+        "p", "div", "section", "article", "main", "header", "footer", "aside", "figure",
+        "figcaption", "address", "center", "details", "fieldset", "hgroup", "body", "html",
+        "tbody", "thead", "tfoot", "tr", "td", "th", "caption", "dd", "li", "legend",
+        "picture", "search", "menu")},
+    **{t: Renderer.heading for t in _HEADINGS},
+    "dl": Renderer.block_children, "dt": Renderer.bold_block, "summary": Renderer.bold_block,
+    "blockquote": Renderer.blockquote, "ul": Renderer.list_, "ol": Renderer.list_,
+    "pre": Renderer.pre, "table": Renderer.table, "hr": Renderer.hr,
+    "em": Renderer.em, "i": Renderer.em, "cite": Renderer.em, "var": Renderer.em,
+    "dfn": Renderer.em,
+    "strong": Renderer.strong, "b": Renderer.strong,
+    "del": Renderer.strike, "s": Renderer.strike, "strike": Renderer.strike,
+    "code": Renderer.code, "kbd": Renderer.code, "samp": Renderer.code, "tt": Renderer.code,
+    "a": Renderer.a, "img": Renderer.img, "br": Renderer.br, "math": Renderer.math,
+    "span": Renderer.span, "video": Renderer.video, "script": Renderer.tex_script,
+}
