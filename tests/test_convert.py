@@ -11,7 +11,6 @@ import yaml
 from httpserver import Response
 from markdown_it import MarkdownIt
 
-from sitemap_crawler.convert import markdown as convert
 from sitemap_crawler.convert.markdown import (
     Page,
     html_to_markdown,

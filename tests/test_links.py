@@ -27,8 +27,12 @@ def follow_config(tmp: Path, source: str, *, out: Path | None = None, **site: ob
 
 
 def fetched(server) -> Counter[str]:
-    return Counter(r.path for r in server.requests
-                   if r.path not in ("/robots.txt", "/llms.txt") and "sitemap" not in r.path)
+    return Counter(r.path for r in server.requests if not _discovery_probe(r.path))
+
+
+def _discovery_probe(path: str) -> bool:
+    """robots.txt, llms*.txt and the common sitemap paths prepare looks at first."""
+    return path == "/robots.txt" or path.startswith("/llms") or "sitemap" in path
 
 
 def index(out: Path) -> dict:
@@ -63,8 +67,7 @@ def test_a_site_without_a_sitemap_is_crawled_by_following_links(server, tmp_path
     server.route("/docs/s0/new.html", Response(body=page("New", [])))
     n = len(server.requests)
     cli(cfg, "crawl", "docs", "--workers", "2")
-    again = Counter(q.path for q in server.requests[n:] if q.path != "/robots.txt"
-                    and "sitemap" not in q.path and q.path != "/llms.txt")
+    again = Counter(q.path for q in server.requests[n:] if not _discovery_probe(q.path))
     assert again["/docs/s0/new.html"] == 1 and max(again.values()) == 1, again
     assert set(again) == set(paths) | {"/docs/s0/new.html"}
     conditional = [q for q in server.requests[n:] if q.path == "/docs/s1/p1.html"]

@@ -90,6 +90,7 @@ class _Document:
     content_hash: str
     title: str
     render: Callable[[], str]
+    root: str = ""  # the element the main content was taken from (convert/content.py)
 
 
 def frontier_for(site: Site, state: StateDir) -> Frontier:
@@ -407,6 +408,8 @@ class Worker:
             return replace(doc, fields={**fetched, **carry, **doc.fields})
         fields: dict[str, Any] = {**fetched, "content_hash": doc.content_hash,
                                   "title": doc.title}
+        if doc.root:
+            fields["content_root"] = doc.root
         path = self._path_for(url, prior)
         fields["file_path"] = path.as_posix()
         old_hash = prior.get("content_hash")
@@ -459,7 +462,7 @@ class Worker:
         return _Document(page.content_hash, page.title or entry.get("title") or "",
                          lambda: render_document(page, url=url, final_url=r.final_url,
                                                  status=r.status, fetched_at=now, extra=meta,
-                                                 front_matter_enabled=fm)), links
+                                                 front_matter_enabled=fm), page.root), links
 
     # -- link following (protocol/frontier.py) -----------------------------------------------
     def _links(self, html: str, base_url: str, entry: dict[str, Any]) -> list[str]:
