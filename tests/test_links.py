@@ -59,6 +59,7 @@ def test_a_site_without_a_sitemap_is_crawled_by_following_links(server, tmp_path
     assert set(written(out)) == {server.url(p) for p in paths}
     idx = index(out)
     assert idx[server.url("/")]["depth"] == 0
+    assert idx[server.url("/")]["content_root"] == "main"  # which element the text came from
     assert idx[server.url("/docs/s1/")]["depth"] == 1
     assert idx[server.url("/docs/s1/p2.html")]["depth"] == 2
     assert not any(e.get("outcome") == "queued" for e in idx.values())
