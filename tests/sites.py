@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -69,3 +70,20 @@ def cli(config: Path, *args: str, timeout: float = 300,
 def popen_cli(config: Path, *args: str) -> subprocess.Popen[str]:
     return subprocess.Popen([sys.executable, "-m", "sitemap_crawler", "--config", str(config),
                              *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def on_two_machines(tmp: Path, a: Path, b: Path, make: Callable[[Path, Path], Path], *,
+                    timeout: float = 300) -> Path:
+    """prepare on "machine" A, then ``work --workers 2`` on A and B at once, each through its
+    own mount (``a``, ``b``) of one share; every run must exit 0.  Returns A's config.
+
+    ``make(config_dir, output_dir)`` writes a config and returns its path."""
+    (tmp / "a").mkdir()
+    (tmp / "b").mkdir()
+    cfg_a, cfg_b = make(tmp / "a", a / "out"), make(tmp / "b", b / "out")
+    cli(cfg_a, "prepare", "docs")
+    procs = [popen_cli(cfg_a, "work", "--workers", "2"), popen_cli(cfg_b, "work", "--workers", "2")]
+    for p in procs:
+        _, err = p.communicate(timeout=timeout)
+        assert p.returncode == 0, err
+    return cfg_a

@@ -15,7 +15,7 @@ import pytest
 import yaml
 from httpserver import Response
 from linksite import page, tree_site
-from sites import cli, popen_cli, write_config
+from sites import cli, on_two_machines, popen_cli, write_config
 
 
 def follow_config(tmp: Path, source: str, *, out: Path | None = None, **site: object) -> Path:
@@ -146,15 +146,8 @@ def test_a_kill_9_mid_crawl_loses_no_link_and_fetches_only_in_flight_pages_twice
 def test_two_machines_follow_links_on_a_real_share_each_page_once(share, server, tmp_path):
     a, b, kind = share
     paths = tree_site(server, sections=4, per_section=8, delay=0.01)
-    (tmp_path / "a").mkdir()
-    (tmp_path / "b").mkdir()
-    cfg_a = follow_config(tmp_path / "a", server.url("/"), out=a / "out")
-    cfg_b = follow_config(tmp_path / "b", server.url("/"), out=b / "out")
-    cli(cfg_a, "prepare", "docs")
-    procs = [popen_cli(cfg_a, "work", "--workers", "2"), popen_cli(cfg_b, "work", "--workers", "2")]
-    for p in procs:
-        _, err = p.communicate(timeout=300)
-        assert p.returncode == 0, err
+    cfg_a = on_two_machines(tmp_path, a, b,
+                            lambda d, out: follow_config(d, server.url("/"), out=out))
     # A machine whose workers stopped early (its mount saw no work yet) leaves nothing behind:
     cli(cfg_a, "work", "--workers", "1")
     hits = fetched(server)

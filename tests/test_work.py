@@ -12,7 +12,7 @@ from urllib.parse import urlsplit
 
 import pytest
 import yaml
-from sites import cli, doc_site, popen_cli, write_config
+from sites import cli, doc_site, on_two_machines, popen_cli, write_config
 from waiting import wait_until
 
 from sitemap_crawler.protocol.heartbeat import read_heartbeat
@@ -187,15 +187,8 @@ def test_two_work_commands_on_one_state_dir(server, tmp_path):
 def test_two_machines_on_a_real_share(share, server, tmp_path):
     a, b, kind = share
     urls = doc_site(server, 30, delay=0.02)
-    (tmp_path / "a").mkdir()
-    (tmp_path / "b").mkdir()
-    cfg_a = write_config(tmp_path / "a", server.url("/"), out=a / "out")
-    cfg_b = write_config(tmp_path / "b", server.url("/"), out=b / "out")
-    cli(cfg_a, "prepare", "docs")
-    procs = [popen_cli(cfg_a, "work", "--workers", "2"), popen_cli(cfg_b, "work", "--workers", "2")]
-    for p in procs:
-        _, err = p.communicate(timeout=240)
-        assert p.returncode == 0, err
+    on_two_machines(tmp_path, a, b, lambda d, out: write_config(d, server.url("/"), out=out),
+                    timeout=240)
     assert_all_crawled(a / "out", urls)
     ids = completed_ids(a / "out")
     assert len(ids) == 6 and max(ids.values()) == 1, (kind, ids)
