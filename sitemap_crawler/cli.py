@@ -45,7 +45,9 @@ class Ctx:
 
     @classmethod
     def config(cls) -> Config:
-        return load_config(cls.config_path)
+        cfg = load_config(cls.config_path)
+        logs.set_rotation(cfg.settings.log_max_size, cfg.settings.log_backups)
+        return cfg
 
 
 def _version(value: bool) -> None:
@@ -59,7 +61,9 @@ def main_options(
     config: Annotated[Path, typer.Option("--config", "-c", envvar="SITEMAP_CRAWLER_CONFIG",
                                          help="Path to config.yaml.")] = Path("config.yaml"),
     log_level: Annotated[str, typer.Option(help="DEBUG, INFO, WARNING or ERROR.")] = "INFO",
-    log_file: Annotated[str | None, typer.Option(help="Also write JSON-lines logs here.")] = None,
+    log_file: Annotated[str | None, typer.Option(help="Also write JSON-lines logs here (a "
+                                                 "local disk; rotated by log_max_size and "
+                                                 "log_backups).")] = None,
     verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Debug output.")] = False,
     version: Annotated[bool, typer.Option("--version", callback=_version, is_eager=True,
                                           help="Show the version and exit.")] = False,
@@ -134,10 +138,15 @@ def status(
     as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
     watch: Annotated[float, typer.Option(help="Seconds to watch heartbeats of workers on "
                                          "other machines.")] = 0.0,
+    report: Annotated[bool, typer.Option("--report", help="The last crawl's report "
+                                         "(markdown; with --json as JSON).")] = False,
 ) -> None:
     """Tickets per state, live and dead workers, URLs done and failed, speed and ETA."""
     from sitemap_crawler.commands.status import site_status
 
+    if report:
+        _show_report(site, as_json)
+        return
     st = site_status(Ctx.config().site(site), watch=watch)
     if as_json:
         typer.echo(json.dumps(st, indent=2, sort_keys=True))
@@ -163,10 +172,50 @@ def status(
         typer.echo(f"  last crawl: {json.dumps(st['last_crawl'], sort_keys=True)}")
 
 
+def _show_report(site: str, as_json: bool) -> None:
+    from sitemap_crawler.commands import report
+    from sitemap_crawler.protocol.state import StateDir
+
+    rep = report.read(StateDir(Ctx.config().site(site).state_dir))
+    if rep is None:
+        raise UserError(f"{site}: no crawl report yet (one is written at the end of every "
+                        f"crawl: sitemap-crawler work {site})")
+    typer.echo(json.dumps(rep, indent=2, sort_keys=True) if as_json else report.markdown(rep))
+
+
 def _work(names: list[str], workers: int) -> int:
+    """Work on the sites, then write the run's summary line (the last line of --log-file)."""
+    done: dict[str, dict[str, object]] = {}
+    code = EXIT_FAILED
+    try:
+        code = _work_sites(names, workers, done)
+        return code
+    except CrawlerError as e:
+        code = e.exit_code
+        raise
+    except KeyboardInterrupt:
+        code = EXIT_INTERRUPTED
+        raise
+    finally:
+        _run_summary(done, code)
+
+
+def _run_summary(done: dict[str, dict[str, object]], code: int) -> None:
+    """One JSON line a script can read: totals over the sites, each site, how it ended."""
+    totals: dict[str, float] = {}
+    for fields in done.values():
+        for k, v in fields.items():
+            if isinstance(v, int | float) and not isinstance(v, bool):
+                totals[k] = totals.get(k, 0) + v
+    stopped = sorted({str(f["stopped"]) for f in done.values() if f.get("stopped")})
+    logs.summary_line({**totals, "sites": done, "exit_code": code,
+                       "stopped": ",".join(stopped)})
+
+
+def _work_sites(names: list[str], workers: int, done: dict[str, dict[str, object]]) -> int:
     """Work on the sites; the exit code says how it ended (see the module docstring)."""
     from sitemap_crawler.commands.status import failed_urls
-    from sitemap_crawler.commands.work import has_work, run_site, summary
+    from sitemap_crawler.commands.work import has_work, run_site, summary, summary_fields
     from sitemap_crawler.protocol.state import StateDir
     from sitemap_crawler.protocol.tickets import TicketQueue
 
@@ -188,6 +237,9 @@ def _work(names: list[str], workers: int) -> int:
             totals = run_site(cfg.path, site, workers)
             ran += 1
             typer.echo(summary(site.name, totals))
+            done[site.name] = {**summary_fields(totals),
+                               "stopped": totals.get("stopped") or
+                               ("interrupted" if totals.get("interrupted") else "")}
             if totals.get("interrupted"):
                 return EXIT_INTERRUPTED
         else:
