@@ -2,7 +2,8 @@
 
 Exit codes, for scripts and cron: 0 everything done; 1 a runtime failure, or some tickets
 ended in failed/ (the message names how many and the ``resume`` command); 2 a usage or
-configuration error; 130 interrupted (Ctrl+C or SIGTERM).
+configuration error; 130 interrupted (Ctrl+C or SIGTERM).  A crawl stopped by max_duration or
+max_total_size exits 0: its summary (and the run_summary log line) says ``stopped``.
 Every error the user can meet is one line on stderr, never a traceback (``--verbose`` adds
 the traceback for bug reports).
 """
@@ -27,8 +28,9 @@ from sitemap_crawler.errors import CrawlerError, UserError
 log = logging.getLogger("sitemap_crawler")
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
-EXIT_CODES_HELP = ("Exit codes: 0 everything done; 1 a failure, or tickets left in failed/ "
-                   "(see `resume`); 2 usage or configuration error; 130 interrupted.")
+EXIT_CODES_HELP = ("Exit codes: 0 everything done (or stopped by max_duration/max_total_size: "
+                   "the summary says so); 1 a failure, or tickets left in failed/ (see "
+                   "`resume`); 2 usage or configuration error; 130 interrupted.")
 
 app = typer.Typer(
     name="sitemap-crawler", no_args_is_help=True, add_completion=False,

