@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
+import signal
 import sys
 import traceback
 from collections.abc import Callable, Iterator
@@ -22,7 +23,7 @@ from typing import Annotated
 import typer
 
 from sitemap_crawler import __version__, logs
-from sitemap_crawler.config import Config, load_config
+from sitemap_crawler.config import Config, Site, load_config
 from sitemap_crawler.errors import CrawlerError, UserError
 
 log = logging.getLogger("sitemap_crawler")
@@ -216,45 +217,73 @@ def _run_summary(done: dict[str, dict[str, object]], code: int) -> None:
 
 def _work_sites(names: list[str], workers: int, done: dict[str, dict[str, object]]) -> int:
     """Work on the sites; the exit code says how it ended (see the module docstring)."""
-    from sitemap_crawler.commands.status import failed_urls
-    from sitemap_crawler.commands.work import has_work, run_site, summary, summary_fields
-    from sitemap_crawler.protocol.state import StateDir
-    from sitemap_crawler.protocol.tickets import TicketQueue
-
     if workers < 1:
         raise UserError("--workers: must be at least 1")
     cfg = Ctx.config()
     sites = [cfg.site(n) for n in names] if names else list(cfg.sites)
     ran = 0
     failed: list[str] = []
-    for site in sites:
-        state = StateDir(site.state_dir)
-        if not state.exists():
-            if names:
-                raise UserError(f"{site.name}: not prepared (run: sitemap-crawler prepare "
-                                f"{site.name})")
-            continue
-        queue = TicketQueue(state, "cli")
-        if has_work(site):
-            totals = run_site(cfg.path, site, workers)
-            ran += 1
-            typer.echo(summary(site.name, totals))
-            done[site.name] = {**summary_fields(totals),
-                               "stopped": totals.get("stopped") or
-                               ("interrupted" if totals.get("interrupted") else "")}
-            if totals.get("interrupted"):
-                return EXIT_INTERRUPTED
-        else:
-            log.info("%s: no work left", site.name)
-        n_failed = queue.counts()["failed"]
-        if n_failed:
-            failed.append(site.name)
-            log.error("%s: %d ticket(s) failed (%d URL(s) used up their retries); after fixing "
-                      "the cause run: sitemap-crawler resume %s --workers %d", site.name,
-                      n_failed, failed_urls(queue), site.name, workers)
+    # A SIGHUP between two sites must not kill the run: the next site takes the new config
+    # (run_site handles one during a site's crawl).
+    hups: list[int] = []
+    old_hup = signal.signal(signal.SIGHUP, lambda signum, _f: hups.append(signum))
+    try:
+        for site in sites:
+            if hups:
+                hups.clear()
+                site = _reloaded(site)
+            code = _work_site(site, bool(names), workers, done, failed)
+            if code is not None:
+                return code
+            ran += site.name in done
+    finally:
+        signal.signal(signal.SIGHUP, old_hup)
     if not ran and not failed:
         typer.echo("no work left")
     return EXIT_FAILED if failed else EXIT_OK
+
+
+def _reloaded(site: Site) -> Site:
+    """``site`` from config.yaml as it is now, or as it was if the file has an error."""
+    try:
+        return Ctx.config().site(site.name)
+    except CrawlerError as e:
+        log.error("SIGHUP: config not reloaded, keeping the old settings: %s", e)
+        return site
+
+
+def _work_site(site: Site, named: bool, workers: int, done: dict[str, dict[str, object]],
+               failed: list[str]) -> int | None:
+    """One site of :func:`_work_sites`; an exit code when the run must end here."""
+    from sitemap_crawler.commands.status import failed_urls
+    from sitemap_crawler.commands.work import has_work, run_site, summary, summary_fields
+    from sitemap_crawler.protocol.state import StateDir
+    from sitemap_crawler.protocol.tickets import TicketQueue
+
+    state = StateDir(site.state_dir)
+    if not state.exists():
+        if named:
+            raise UserError(f"{site.name}: not prepared (run: sitemap-crawler prepare "
+                            f"{site.name})")
+        return None
+    queue = TicketQueue(state, "cli")
+    if has_work(site):
+        totals = run_site(Ctx.config_path, site, workers)
+        typer.echo(summary(site.name, totals))
+        done[site.name] = {**summary_fields(totals),
+                           "stopped": totals.get("stopped") or
+                           ("interrupted" if totals.get("interrupted") else "")}
+        if totals.get("interrupted"):
+            return EXIT_INTERRUPTED
+    else:
+        log.info("%s: no work left", site.name)
+    n_failed = queue.counts()["failed"]
+    if n_failed:
+        failed.append(site.name)
+        log.error("%s: %d ticket(s) failed (%d URL(s) used up their retries); after fixing "
+                  "the cause run: sitemap-crawler resume %s --workers %d", site.name,
+                  n_failed, failed_urls(queue), site.name, workers)
+    return None
 
 
 @app.command()

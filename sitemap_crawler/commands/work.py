@@ -182,7 +182,7 @@ def run_site(config_path: Path, site: Site, workers: int) -> Counter[str]:
                          name=f"worker-{i}") for i in range(workers)]
     signals: list[float] = []
     hups: list[int] = []
-    settings = [site.settings]  # as last reloaded: the limits in force
+    current = [site]  # as last reloaded (SIGHUP): the limits in force
 
     def on_signal(signum: int, _frame: Any) -> None:
         now = time.monotonic()
@@ -216,11 +216,11 @@ def run_site(config_path: Path, site: Site, workers: int) -> Counter[str]:
                 hups.clear()
                 new = reload_site(config_path, site)
                 if new is not None:
-                    settings[0] = new.settings
+                    current[0] = new
                     for inbox in inboxes:
                         inbox.put(new)
             if not stop.is_set():
-                stopped = _limit_reached(settings[0], time.monotonic() - t0, written.value)
+                stopped = _limit_reached(current[0].settings, time.monotonic() - t0, written.value)
                 if stopped:
                     log.warning("%s: %s reached: workers finish their in-flight request and "
                                 "hand their tickets back", site.name, stopped)
@@ -250,7 +250,7 @@ def run_site(config_path: Path, site: Site, workers: int) -> Counter[str]:
     interrupted = bool(signals)
     if stop.is_set() and not interrupted and not stopped:
         # a worker stopped everyone: the shared byte count passed max_total_size
-        stopped = _limit_reached(settings[0], 0.0, written.value) or "max_total_size"
+        stopped = _limit_reached(current[0].settings, 0.0, written.value) or "max_total_size"
     if interrupted:
         totals["interrupted"] = 1
     elif stopped:
@@ -258,7 +258,7 @@ def run_site(config_path: Path, site: Site, workers: int) -> Counter[str]:
     died = [p for p in procs if p.exitcode not in (0, None)]
     if died:
         totals["workers_died"] = len(died)
-    finish_crawl(site, totals, interrupted=interrupted)
+    finish_crawl(current[0], totals, interrupted=interrupted)
     if fatal:
         raise CrawlError(f"{site.name}: {fatal[0]}; the tickets went back to pending and "
                          "nothing written was lost")
