@@ -2,7 +2,8 @@
 
 Exit codes, for scripts and cron: 0 everything done; 1 a runtime failure, or some tickets
 ended in failed/ (the message names how many and the ``resume`` command); 2 a usage or
-configuration error; 130 interrupted (Ctrl+C or SIGTERM).
+configuration error; 130 interrupted (Ctrl+C or SIGTERM).  A crawl stopped by max_duration or
+max_total_size exits 0: its summary (and the run_summary log line) says ``stopped``.
 Every error the user can meet is one line on stderr, never a traceback (``--verbose`` adds
 the traceback for bug reports).
 """
@@ -12,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
+import signal
 import sys
 import traceback
 from collections.abc import Callable, Iterator
@@ -21,14 +23,15 @@ from typing import Annotated
 import typer
 
 from sitemap_crawler import __version__, logs
-from sitemap_crawler.config import Config, load_config
+from sitemap_crawler.config import Config, Site, load_config
 from sitemap_crawler.errors import CrawlerError, UserError
 
 log = logging.getLogger("sitemap_crawler")
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
-EXIT_CODES_HELP = ("Exit codes: 0 everything done; 1 a failure, or tickets left in failed/ "
-                   "(see `resume`); 2 usage or configuration error; 130 interrupted.")
+EXIT_CODES_HELP = ("Exit codes: 0 everything done (or stopped by max_duration/max_total_size: "
+                   "the summary says so); 1 a failure, or tickets left in failed/ (see "
+                   "`resume`); 2 usage or configuration error; 130 interrupted.")
 
 app = typer.Typer(
     name="sitemap-crawler", no_args_is_help=True, add_completion=False,
@@ -45,7 +48,9 @@ class Ctx:
 
     @classmethod
     def config(cls) -> Config:
-        return load_config(cls.config_path)
+        cfg = load_config(cls.config_path)
+        logs.set_rotation(cfg.settings.log_max_size, cfg.settings.log_backups)
+        return cfg
 
 
 def _version(value: bool) -> None:
@@ -59,7 +64,9 @@ def main_options(
     config: Annotated[Path, typer.Option("--config", "-c", envvar="SITEMAP_CRAWLER_CONFIG",
                                          help="Path to config.yaml.")] = Path("config.yaml"),
     log_level: Annotated[str, typer.Option(help="DEBUG, INFO, WARNING or ERROR.")] = "INFO",
-    log_file: Annotated[str | None, typer.Option(help="Also write JSON-lines logs here.")] = None,
+    log_file: Annotated[str | None, typer.Option(help="Also write JSON-lines logs here (a "
+                                                 "local disk; rotated by log_max_size and "
+                                                 "log_backups).")] = None,
     verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Debug output.")] = False,
     version: Annotated[bool, typer.Option("--version", callback=_version, is_eager=True,
                                           help="Show the version and exit.")] = False,
@@ -134,10 +141,15 @@ def status(
     as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
     watch: Annotated[float, typer.Option(help="Seconds to watch heartbeats of workers on "
                                          "other machines.")] = 0.0,
+    report: Annotated[bool, typer.Option("--report", help="The last crawl's report "
+                                         "(markdown; with --json as JSON).")] = False,
 ) -> None:
     """Tickets per state, live and dead workers, URLs done and failed, speed and ETA."""
     from sitemap_crawler.commands.status import site_status
 
+    if report:
+        _show_report(site, as_json)
+        return
     st = site_status(Ctx.config().site(site), watch=watch)
     if as_json:
         typer.echo(json.dumps(st, indent=2, sort_keys=True))
@@ -163,50 +175,121 @@ def status(
         typer.echo(f"  last crawl: {json.dumps(st['last_crawl'], sort_keys=True)}")
 
 
-def _work(names: list[str], workers: int) -> int:
-    """Work on the sites; the exit code says how it ended (see the module docstring)."""
-    from sitemap_crawler.commands.status import failed_urls
-    from sitemap_crawler.commands.work import has_work, run_site, summary
+def _show_report(site: str, as_json: bool) -> None:
+    from sitemap_crawler.commands import report
     from sitemap_crawler.protocol.state import StateDir
-    from sitemap_crawler.protocol.tickets import TicketQueue
 
+    rep = report.read(StateDir(Ctx.config().site(site).state_dir))
+    if rep is None:
+        raise UserError(f"{site}: no crawl report yet (one is written at the end of every "
+                        f"crawl: sitemap-crawler work {site})")
+    typer.echo(json.dumps(rep, indent=2, sort_keys=True) if as_json else report.markdown(rep))
+
+
+def _work(names: list[str], workers: int) -> int:
+    """Work on the sites, then write the run's summary line (the last line of --log-file)."""
+    done: dict[str, dict[str, object]] = {}
+    code = EXIT_FAILED
+    try:
+        code = _work_sites(names, workers, done)
+        return code
+    except CrawlerError as e:
+        code = e.exit_code
+        raise
+    except KeyboardInterrupt:
+        code = EXIT_INTERRUPTED
+        raise
+    finally:
+        _run_summary(done, code)
+
+
+def _run_summary(done: dict[str, dict[str, object]], code: int) -> None:
+    """One JSON line a script can read: totals over the sites, each site, how it ended."""
+    totals: dict[str, float] = {}
+    for fields in done.values():
+        for k, v in fields.items():
+            if isinstance(v, int | float) and not isinstance(v, bool):
+                totals[k] = totals.get(k, 0) + v
+    stopped = sorted({str(f["stopped"]) for f in done.values() if f.get("stopped")})
+    logs.summary_line({**totals, "sites": done, "exit_code": code,
+                       "stopped": ",".join(stopped)})
+
+
+def _work_sites(names: list[str], workers: int, done: dict[str, dict[str, object]]) -> int:
+    """Work on the sites; the exit code says how it ended (see the module docstring)."""
     if workers < 1:
         raise UserError("--workers: must be at least 1")
     cfg = Ctx.config()
     sites = [cfg.site(n) for n in names] if names else list(cfg.sites)
     ran = 0
     failed: list[str] = []
-    for site in sites:
-        state = StateDir(site.state_dir)
-        if not state.exists():
-            if names:
-                raise UserError(f"{site.name}: not prepared (run: sitemap-crawler prepare "
-                                f"{site.name})")
-            continue
-        queue = TicketQueue(state, "cli")
-        if has_work(site):
-            totals = run_site(cfg.path, site, workers)
-            ran += 1
-            typer.echo(summary(site.name, totals))
-            if totals.get("interrupted"):
-                return EXIT_INTERRUPTED
-            if totals.get("workers_died") and queue.has_work():
-                # the others could not finish what the dead ones held: not done
-                failed.append(site.name)
-                log.error("%s: %d worker process(es) ended abnormally (see above) and work is "
-                          "left; it goes back to pending: run `sitemap-crawler work %s` again",
-                          site.name, totals["workers_died"], site.name)
-        else:
-            log.info("%s: no work left", site.name)
-        n_failed = queue.counts()["failed"]
-        if n_failed:
-            failed.append(site.name)
-            log.error("%s: %d ticket(s) failed (%d URL(s) used up their retries); after fixing "
-                      "the cause run: sitemap-crawler resume %s --workers %d", site.name,
-                      n_failed, failed_urls(queue), site.name, workers)
+    # A SIGHUP between two sites must not kill the run: the next site takes the new config
+    # (run_site handles one during a site's crawl).
+    hups: list[int] = []
+    old_hup = signal.signal(signal.SIGHUP, lambda signum, _f: hups.append(signum))
+    try:
+        for site in sites:
+            if hups:
+                hups.clear()
+                site = _reloaded(site)
+            code = _work_site(site, bool(names), workers, done, failed)
+            if code is not None:
+                return code
+            ran += site.name in done
+    finally:
+        signal.signal(signal.SIGHUP, old_hup)
     if not ran and not failed:
         typer.echo("no work left")
     return EXIT_FAILED if failed else EXIT_OK
+
+
+def _reloaded(site: Site) -> Site:
+    """``site`` from config.yaml as it is now, or as it was if the file has an error."""
+    try:
+        return Ctx.config().site(site.name)
+    except CrawlerError as e:
+        log.error("SIGHUP: config not reloaded, keeping the old settings: %s", e)
+        return site
+
+
+def _work_site(site: Site, named: bool, workers: int, done: dict[str, dict[str, object]],
+               failed: list[str]) -> int | None:
+    """One site of :func:`_work_sites`; an exit code when the run must end here."""
+    from sitemap_crawler.commands.status import failed_urls
+    from sitemap_crawler.commands.work import has_work, run_site, summary, summary_fields
+    from sitemap_crawler.protocol.state import StateDir
+    from sitemap_crawler.protocol.tickets import TicketQueue
+
+    state = StateDir(site.state_dir)
+    if not state.exists():
+        if named:
+            raise UserError(f"{site.name}: not prepared (run: sitemap-crawler prepare "
+                            f"{site.name})")
+        return None
+    queue = TicketQueue(state, "cli")
+    if has_work(site):
+        totals = run_site(Ctx.config_path, site, workers)
+        typer.echo(summary(site.name, totals))
+        done[site.name] = {**summary_fields(totals),
+                           "stopped": totals.get("stopped") or
+                           ("interrupted" if totals.get("interrupted") else "")}
+        if totals.get("interrupted"):
+            return EXIT_INTERRUPTED
+        if totals.get("workers_died") and queue.has_work():
+            # the others could not finish what the dead ones held: not done
+            failed.append(site.name)
+            log.error("%s: %d worker process(es) ended abnormally (see above) and work is "
+                      "left; it goes back to pending: run `sitemap-crawler work %s` again",
+                      site.name, totals["workers_died"], site.name)
+    else:
+        log.info("%s: no work left", site.name)
+    n_failed = queue.counts()["failed"]
+    if n_failed:
+        failed.append(site.name)
+        log.error("%s: %d ticket(s) failed (%d URL(s) used up their retries); after fixing "
+                  "the cause run: sitemap-crawler resume %s --workers %d", site.name,
+                  n_failed, failed_urls(queue), site.name, workers)
+    return None
 
 
 @app.command()

@@ -83,6 +83,10 @@ class Settings:
     skip_optional: bool = False  # leave out the links of llms.txt's "## Optional" section
     markdown_twins: bool = False  # ask for a page's .md twin first (the llms.txt proposal)
     min_content_chars: int = 100
+    # a stop for long runs (seed 003): per crawl of a site; 0 = no limit.  Reaching one stops
+    # the workers as Ctrl+C does (tickets handed back) but is not a failure (exit 0).
+    max_duration: Duration = Duration(0)
+    max_total_size: Size = Size(0)  # markdown bytes written by one crawl of the site
     # output
     output: str = "{domain}/{path}.md"
     front_matter: bool = True
@@ -100,6 +104,11 @@ class Settings:
     do_not_crawl: tuple[str, ...] = ()
     strip_params: tuple[str, ...] = ()
     crawl_state: CrawlState = field(default_factory=CrawlState)
+    # the server's Date is the crawl time when it is within this of our clock (seed 000 §10)
+    max_clock_skew: Duration = Duration(900)
+    # --log-file rotation (global only: one file per machine)
+    log_max_size: Size = Size(10 * 1024 * 1024)
+    log_backups: int = 5
 
     def delay_for(self, robots_delay: float | None) -> float:
         """robots.txt Crawl-delay if given, else request_delay, clamped (seed 000 §4.4)."""
@@ -280,6 +289,7 @@ def render_template(tpl: str, *, domain: str, site: str, path: str = "") -> str:
 
 
 SITE_KEYS = {"name", "source", "sources", "filters", "base_dir", "output"}
+GLOBAL_ONLY = {"log_max_size", "log_backups"}  # about the process, not about a site
 _SETTING_NAMES = {f.name for f in dataclasses.fields(Settings)}
 
 
@@ -317,6 +327,9 @@ def parse_config(data: Any, path: Path) -> Config:
         seen.add(name)
         overrides = {k: v for k, v in raw.items() if k not in SITE_KEYS}
         for k in overrides:
+            if k in GLOBAL_ONLY:
+                raise ConfigError(f"{path}: {key}.{k}: a global setting (put it under "
+                                  "settings:)")
             if k not in _SETTING_NAMES:
                 raise ConfigError(f"{path}: {key}.{k}: unknown key (site keys: "
                                   f"{', '.join(sorted(SITE_KEYS))}, or any setting)")

@@ -5,6 +5,13 @@ hand its ticket back with its progress; a second one within 3 s ends everything 
 tickets of the killed workers are taken back by the next run: nothing is lost or torn, because
 every file is written by rename).  A worker process that receives a signal on its own (e.g. a
 ``kill`` of one pid) stops alone; the others go on and take over its work.
+
+Long runs: SIGHUP re-reads config.yaml in the runner; a valid config is handed to every
+worker, which takes it between two URLs (a bad one is refused with one log line and the old
+settings stay).  Workers ignore a SIGHUP of their own (a closed terminal hangs up the whole
+group) and stop, handing their tickets back, when the runner is gone, so no worker outlives
+it.  ``max_duration`` and ``max_total_size`` stop the workers as the first Ctrl+C does; the
+totals then say ``stopped`` and the exit code stays 0 (work is left, nothing failed).
 """
 
 from __future__ import annotations
@@ -23,9 +30,10 @@ from pathlib import Path
 from typing import Any
 
 from sitemap_crawler import logs
+from sitemap_crawler.commands import report
 from sitemap_crawler.commands.worker import fold_links, frontier_for
-from sitemap_crawler.config import Site, load_config
-from sitemap_crawler.errors import CrawlError
+from sitemap_crawler.config import Settings, Site, load_config
+from sitemap_crawler.errors import CrawlerError, CrawlError
 from sitemap_crawler.protocol import index as url_index
 from sitemap_crawler.protocol.heartbeat import Observer
 from sitemap_crawler.protocol.hostgate import clear_blocks
@@ -37,8 +45,13 @@ log = logging.getLogger(__name__)
 SECOND_SIGNAL_WINDOW = 3.0
 
 
-def _child(config_path: str, site_name: str, shared_stop: Any, q: Any) -> None:
-    """Entry point of a worker process (forked on Linux, spawned elsewhere)."""
+def _child(site: Site, shared_stop: Any, q: Any, inbox: Any, written: Any,
+           parent_pid: int) -> None:
+    """Entry point of a worker process (forked on Linux, spawned elsewhere).
+
+    ``inbox`` brings newer settings after a SIGHUP; ``written`` is the markdown bytes all
+    workers of this crawl wrote (max_total_size is checked after every URL, not a progress
+    report later)."""
     logs.setup_from_env()
     local_stop = threading.Event()
     first: list[float] = []
@@ -52,21 +65,48 @@ def _child(config_path: str, site_name: str, shared_stop: Any, q: Any) -> None:
 
     signal.signal(signal.SIGINT, on_signal)
     signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGHUP, signal.SIG_IGN)  # the runner reloads and tells us
 
     def follow_parent() -> None:
-        shared_stop.wait()
+        while not shared_stop.wait(1.0):
+            if os.getppid() != parent_pid:  # the runner died (kill -9): no orphan crawls on
+                logging.getLogger(__name__).warning(
+                    "the runner (pid %d) is gone: this worker stops", parent_pid)
+                break
         local_stop.set()
 
     threading.Thread(target=follow_parent, daemon=True).start()
     from sitemap_crawler.commands.worker import Worker
 
-    site = load_config(Path(config_path)).site(site_name)
+    current = [site]
     wid = new_worker_id()
     from sitemap_crawler.commands.worker import WorkerFatal
 
+    def reload() -> Site | None:
+        if shared_stop.is_set():  # now, not when follow_parent's thread next runs
+            local_stop.set()
+        new = None
+        with contextlib.suppress(queue_mod.Empty, OSError, EOFError):
+            while True:
+                new = inbox.get_nowait()
+        if new is not None:
+            current[0] = new
+        return new
+
+    def tally(delta: Counter[str]) -> None:
+        if not delta["written"]:
+            return
+        with written.get_lock():
+            written.value += delta["written"]
+            total = written.value
+        limit = current[0].settings.max_total_size
+        if limit and total >= limit:
+            shared_stop.set()  # every worker stops before its next URL; the runner says why
+            local_stop.set()
+
     try:
-        stats = Worker(site, wid, local_stop,
-                       report=lambda c: q.put(("progress", dict(c)))).run()
+        stats = Worker(site, wid, local_stop, report=lambda c: q.put(("progress", dict(c))),
+                       tally=tally, reload=reload).run()
     except WorkerFatal as e:
         logging.getLogger(__name__).error("worker %s stopped: %s", wid, e)
         q.put(("fatal", str(e)))
@@ -135,10 +175,14 @@ def run_site(config_path: Path, site: Site, workers: int) -> Counter[str]:
     ctx = mp.get_context(method)
     stop = ctx.Event()
     q = ctx.Queue()
+    written = ctx.Value("q", 0)
+    inboxes = [ctx.Queue() for _ in range(workers)]
     total = TicketQueue(state, "runner").remaining_urls()
-    procs = [ctx.Process(target=_child, args=(str(config_path), site.name, stop, q),
+    procs = [ctx.Process(target=_child, args=(site, stop, q, inboxes[i], written, os.getpid()),
                          name=f"worker-{i}") for i in range(workers)]
     signals: list[float] = []
+    hups: list[int] = []
+    current = [site]  # as last reloaded (SIGHUP): the limits in force
 
     def on_signal(signum: int, _frame: Any) -> None:
         now = time.monotonic()
@@ -153,9 +197,14 @@ def run_site(config_path: Path, site: Site, workers: int) -> Counter[str]:
         log.warning("stopping: workers finish their in-flight request and hand their tickets "
                     "back (press Ctrl+C again within 3 s to quit at once)")
 
+    def on_hup(signum: int, _frame: Any) -> None:
+        hups.append(signum)  # the loop below reloads: no file I/O in a signal handler
+
     old = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
+    old[signal.SIGHUP] = signal.signal(signal.SIGHUP, on_hup)
     totals: Counter[str] = Counter()
     fatal: list[str] = []
+    stopped = ""
     t0 = time.monotonic()
     for p in procs:
         p.start()
@@ -163,6 +212,19 @@ def run_site(config_path: Path, site: Site, workers: int) -> Counter[str]:
     try:
         finished = 0
         while finished < len(procs):
+            if hups:
+                hups.clear()
+                new = reload_site(config_path, site)
+                if new is not None:
+                    current[0] = new
+                    for inbox in inboxes:
+                        inbox.put(new)
+            if not stop.is_set():
+                stopped = _limit_reached(current[0].settings, time.monotonic() - t0, written.value)
+                if stopped:
+                    log.warning("%s: %s reached: workers finish their in-flight request and "
+                                "hand their tickets back", site.name, stopped)
+                    stop.set()
             try:
                 kind, data = q.get(timeout=0.5)
             except queue_mod.Empty:
@@ -185,12 +247,18 @@ def run_site(config_path: Path, site: Site, workers: int) -> Counter[str]:
         for s, h in old.items():
             signal.signal(s, h)
     totals["seconds"] = round(time.monotonic() - t0, 3)  # type: ignore[assignment]
-    if stop.is_set():
+    interrupted = bool(signals)
+    if stop.is_set() and not interrupted and not stopped:
+        # a worker stopped everyone: the shared byte count passed max_total_size
+        stopped = _limit_reached(current[0].settings, 0.0, written.value) or "max_total_size"
+    if interrupted:
         totals["interrupted"] = 1
+    elif stopped:
+        totals["stopped"] = stopped  # type: ignore[assignment]
     died = [p for p in procs if p.exitcode not in (0, None)]
     if died:
         totals["workers_died"] = len(died)
-    finish_crawl(site, totals, interrupted=stop.is_set())
+    finish_crawl(current[0], totals, interrupted=interrupted)
     if fatal:
         raise CrawlError(f"{site.name}: {fatal[0]}; the tickets went back to pending and "
                          "nothing written was lost")
@@ -200,20 +268,51 @@ def run_site(config_path: Path, site: Site, workers: int) -> Counter[str]:
     return totals
 
 
+def _limit_reached(s: Settings, seconds: float, written: int) -> str:
+    """Which limit of a crawl is reached, or ''."""
+    if s.max_duration and seconds >= s.max_duration:
+        return "max_duration"
+    if s.max_total_size and written >= s.max_total_size:
+        return "max_total_size"
+    return ""
+
+
+def reload_site(config_path: Path, site: Site) -> Site | None:
+    """config.yaml read again on SIGHUP: the site's new settings, or None (and one log line)
+    when the file is not valid or moved what must not move during a crawl."""
+    try:
+        new = load_config(config_path).site(site.name)
+    except CrawlerError as e:
+        log.error("SIGHUP: config not reloaded, keeping the old settings: %s", e)
+        return None
+    if (new.state_dir, new.base_dir) != (site.state_dir, site.base_dir):
+        log.error("SIGHUP: config not reloaded, keeping the old settings: %s: the output or "
+                  "state directory cannot change during a crawl", site.name)
+        return None
+    log.info("SIGHUP: %s reloaded; workers use it from their next URL", config_path)
+    return new
+
+
 def finish_crawl(site: Site, totals: Counter[str], interrupted: bool) -> None:
     """Fold the journals into url-index.json and add this crawl to the manifest's history."""
     state = StateDir(site.state_dir)
     observer = Observer(state.workers, site.settings.crawl_state.heartbeat_timeout)
     wid = new_worker_id()
+    entry = {"finished_at": utcnow(), "run": logs.run_id(), **totals, "interrupted": interrupted}
+    rep = report.build(state, site.name, entry)  # before the merge: journals keep timings
     frontier = frontier_for(site, state) if site.settings.follow_links else None
     url_index.merge(state, wid, observer.is_dead, observer.is_dead, site.base_dir, frontier,
                     lock_timeout=site.settings.crawl_state.heartbeat_timeout)
     manifest = state.read_manifest()
     history = manifest.setdefault("crawls", [])
-    history.append({"finished_at": utcnow(), **totals, "interrupted": interrupted})
+    history.append(entry)
     del history[:-50]
     manifest["last_crawl"] = history[-1]
     state.write_manifest(manifest)
+    try:
+        report.write(state, rep)
+    except OSError as e:  # the crawl's results are safe; only its report is missing
+        log.warning("%s: could not write the crawl report: %s", site.name, e)
 
 
 def summary(site: str, t: Counter[str]) -> str:
@@ -228,7 +327,18 @@ def summary(site: str, t: Counter[str]) -> str:
             f"not found {t['gone']}, "
             f"failed {failed}, skipped {sum(skipped.values())} ({skip_txt}); "
             f"{t['bytes'] / 1e6:.1f} MB downloaded, {t['bytes_saved'] / 1e6:.1f} MB saved by "
-            "conditional requests")
+            "conditional requests" + (f"; stopped: {t['stopped']} reached, the rest waits for "
+                                      "the next run" if t.get("stopped") else ""))
+
+
+def summary_fields(t: Counter[str]) -> dict[str, Any]:
+    """The numbers of :func:`summary`, for the run_summary JSON line."""
+    skipped = sum(v for k, v in t.items() if k.startswith("skipped:"))
+    return {"urls": t["urls"], "new": t["new"], "changed": t["changed"],
+            "unchanged": t["unchanged_304"] + t["unchanged_hash"], "removed": t["removed"],
+            "not_found": t["gone"], "failed": t["failed"] + t["failed_permanent"],
+            "skipped": skipped, "bytes": t["bytes"], "bytes_saved": t["bytes_saved"],
+            "written": t["written"], "seconds": float(t.get("seconds", 0))}
 
 
 def has_work(site: Site) -> bool:

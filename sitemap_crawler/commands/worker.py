@@ -38,7 +38,7 @@ from sitemap_crawler.discover.links import LinkRules, page_links
 from sitemap_crawler.discover.urls import host_of, normalize_url
 from sitemap_crawler.errors import CrawlError
 from sitemap_crawler.fetch.charset import decode_html
-from sitemap_crawler.fetch.client import Fetcher, FetchResult
+from sitemap_crawler.fetch.client import Fetcher, FetchResult, http_time
 from sitemap_crawler.frontmatter import read_front_matter
 from sitemap_crawler.protocol import index as url_index
 from sitemap_crawler.protocol.frontier import Frontier
@@ -73,7 +73,8 @@ class Outcome:
     ``kind`` is counted in the stats and logged (new, changed, unchanged_304, removed,
     skipped:<why>, failed, ...); ``progress`` is the ticket's final word for the URL, or None
     when it should be tried again (the ticket then goes to failed/ for ``resume``); ``fields``
-    is what url-index.json learns; ``saved`` the bytes a 304 spared.
+    is what url-index.json learns; ``saved`` the bytes a 304 spared; ``written`` the bytes of
+    markdown written.
     """
 
     kind: str
@@ -81,6 +82,7 @@ class Outcome:
     fields: dict[str, Any]
     reason: str | None = None
     saved: int = 0
+    written: int = 0  # markdown bytes written (max_total_size)
 
 
 @dataclass(frozen=True)
@@ -163,8 +165,14 @@ def _fatal(e: OSError) -> WorkerFatal:
 
 class Worker:
     def __init__(self, site: Site, worker_id: str, stop: threading.Event,
-                 report: Callable[[Counter[str]], None] | None = None) -> None:
+                 report: Callable[[Counter[str]], None] | None = None,
+                 tally: Callable[[Counter[str]], None] | None = None,
+                 reload: Callable[[], Site | None] | None = None) -> None:
+        """``report`` gets the counts now and then (progress); ``tally`` every URL's counts
+        at once (limits); ``reload`` is asked between URLs for newer settings (SIGHUP)."""
         self.site = site
+        self.tally, self.reload = tally, reload
+        self._clock_warned: set[str] = set()  # hosts whose wrong Date was already logged
         self.s = site.settings
         self.wid = worker_id
         self.stop = stop
@@ -217,6 +225,7 @@ class Worker:
 
     def _loop(self) -> None:
         while not self.stop.is_set():
+            self._maybe_reload()
             c = self.queue.claim()
             if c is not None:
                 self._run_ticket(c)
@@ -243,6 +252,7 @@ class Worker:
                 raise WorkerFatal(f"cannot write the heartbeat file: {e.strerror} "
                                   f"({e.filename})") from e
             for entry in list(c.remaining()):
+                self._maybe_reload()  # (which may also set stop: a limit another worker hit)
                 if self.stop.is_set():
                     self.journal.sync()
                     self.queue.hand_back(c)
@@ -307,7 +317,7 @@ class Worker:
             return
         if not self.queue.owned(c):  # W1
             raise TicketLost(c.ticket_id)
-        now = utcnow()
+        now = self._crawled_at(r, url)
         out = self._decide(r, url, entry, prior, now)
         if out.progress is None:  # retryable: the ticket goes to failed/ for `resume`
             c.failures[url] = out.reason or "error"
@@ -316,8 +326,10 @@ class Worker:
         rec = self._record(c, entry, prior, r, now, out)
         self.journal.append(rec)
         delta = Counter({"urls": 1, out.kind: 1, "bytes": r.bytes_received,
-                         "bytes_saved": out.saved})
+                         "bytes_saved": out.saved, "written": out.written})
         self.stats.update(delta)
+        if self.tally is not None:
+            self.tally(delta)
         self._count(delta)
         events.info("%s %s", out.kind, url, extra={
             "worker": self.wid, "ticket": c.ticket_id, "url": url, "status": r.status,
@@ -419,11 +431,12 @@ class Worker:
         if old_hash and prior.get("etag") and r.etag == prior.get("etag"):
             self._distrust_validators(url)
             fields["validators_lie"] = True
-        self.layout.write_if_changed(path, doc.render())  # refuses paths outside base_dir
-        if not old_hash:
+        text = doc.render()
+        written = len(text.encode("utf-8")) if self.layout.write_if_changed(path, text) else 0
+        if not old_hash:  # (write_if_changed refuses paths outside base_dir)
             return Outcome("new", "ok", {**fields, "last_changed": now, "changes_detected": 0,
-                                         "change_frequency": 0.0})
-        return Outcome("changed", "ok", {**fields, **_changed(prior, now)})
+                                         "change_frequency": 0.0}, written=written)
+        return Outcome("changed", "ok", {**fields, **_changed(prior, now)}, written=written)
 
     def _document(self, r: FetchResult, url: str, entry: dict[str, Any],
                   now: str) -> tuple[_Document | Outcome, list[str]]:
@@ -463,6 +476,40 @@ class Worker:
                          lambda: render_document(page, url=url, final_url=r.final_url,
                                                  status=r.status, fetched_at=now, extra=meta,
                                                  front_matter_enabled=fm), page.root), links
+
+    # -- long runs: the server's clock, settings reloaded on SIGHUP ---------------------------
+    def _crawled_at(self, r: FetchResult, url: str) -> str:
+        """The server's Date when it is within ``max_clock_skew`` of ours (seed 000 §10.1:
+        lastmod and Last-Modified come from the server's clock, so comparing them with a
+        crawl time from the same clock is fair); our clock otherwise, said once per host."""
+        local = time.time()
+        server = http_time(r.headers.get("date"))
+        if server is None:
+            return utcnow()
+        if abs(server - local) > self.s.max_clock_skew:
+            host = host_of(url)
+            if host not in self._clock_warned:
+                self._clock_warned.add(host)
+                log.warning("%s: the server's clock is %+.0f s off ours (more than "
+                            "max_clock_skew %.0f s); using our clock for its pages", host,
+                            server - local, self.s.max_clock_skew,
+                            extra={"worker": self.wid, "url": url})
+            return utcnow()
+        return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(server))
+
+    def _maybe_reload(self) -> None:
+        """Take newer settings (validated by the runner) for the URLs not yet started."""
+        site = self.reload() if self.reload is not None else None
+        if site is None:
+            return
+        self.site, self.s = site, site.settings
+        self.rules = LinkRules(self.s, site.sources) if self.s.follow_links else None
+        self.layout = OutputLayout(site.base_dir, self.s.output, site.name)
+        old = self.fetcher
+        self.fetcher = Fetcher(self.s, gate=self.gate, stop=self.stop,
+                               allowed_hosts=old.allowed_hosts)
+        old.close()
+        log.info("worker %s took the reloaded settings", self.wid, extra={"worker": self.wid})
 
     # -- link following (protocol/frontier.py) -----------------------------------------------
     def _links(self, html: str, base_url: str, entry: dict[str, Any]) -> list[str]:

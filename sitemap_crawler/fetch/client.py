@@ -37,6 +37,7 @@ A Fetcher is used by one thread at a time.
 from __future__ import annotations
 
 import contextlib
+import datetime
 import email.utils
 import logging
 import random
@@ -133,17 +134,27 @@ def parse_retry_after(value: str | None, date: str | None = None) -> float | Non
     value = value.strip()
     if value.isdigit():
         return float(value)
+    when = http_time(value)
+    if when is None:
+        return None
+    now = http_time(date)
+    return max(0.0, when - (time.time() if now is None else now))
+
+
+def http_time(value: str | None) -> float | None:
+    """Epoch seconds of an HTTP date (a ``Date`` or ``Retry-After`` header), or None when
+    absent or unreadable; an HTTP date is always GMT, so one without a zone is read as GMT."""
+    if not value:
+        return None
     try:
         when = email.utils.parsedate_to_datetime(value)
     except (TypeError, ValueError, IndexError):
         return None
     if when is None:
         return None
-    now = time.time()
-    if date:
-        with contextlib.suppress(TypeError, ValueError, IndexError):
-            now = email.utils.parsedate_to_datetime(date).timestamp()
-    return max(0.0, when.timestamp() - now)
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=datetime.UTC)
+    return when.timestamp()
 
 
 def _drain(r: httpx.Response) -> None:
