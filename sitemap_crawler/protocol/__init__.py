@@ -38,6 +38,12 @@ I1, J2  url-index.json read and written only under the index lock,      index.py
         written atomically; a journal deleted only after the index
         that holds it is in place and while no ticket is claimed
         under its worker's id
+S1      a file replaced by rename (index, manifest) is read until it     fsutil.py
+        parses: a share's client may serve the old size for seconds
+F1-F5   link following: only the index lock holder turns links into     frontier.py
+        tickets, marking them queued in the same fold; a write-ahead
+        intent makes index + tickets crash-safe; workers stop only
+        after a fold that found nothing
 ======  =============================================================  ===============
 
 Worker ids (state.py) are ``<full host>-<machine token>-<pid>-<nonce>``: unique per machine,

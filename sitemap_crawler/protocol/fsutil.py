@@ -38,6 +38,7 @@ import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import TypeVar
 
 from sitemap_crawler.errors import CrawlError
 
@@ -335,3 +336,65 @@ class RenameLock:
         if self.lost.is_set():
             raise LockLost(f"{self.directory}: the {self.name} lock was taken by another "
                            "process while this one held it (judged dead)")
+
+
+# -- S1: files another machine replaces by rename --------------------------------------------
+
+T = TypeVar("T")
+
+STALE_SIZE_WINDOW = 30.0  # sshfs caches attributes for 20 s by default
+_NETWORK_FS = ("nfs", "nfs4", "cifs", "smb3", "smbfs", "9p", "ceph", "glusterfs")
+
+
+def read_settled(path: Path, parse: Callable[[bytes], T], *,
+                 window: float = STALE_SIZE_WINDOW) -> T:
+    """Read and parse a file that other machines replace by rename (url-index, manifest).
+
+    S1: a share's client may go on using the replaced file's *size* for a while (sshfs caches
+    attributes for 20 s by default; measured here on the sshfs mounts: a url-index read
+    ended after 94 bytes of a larger new file), so the read is cut short and the parse fails
+    at the end of the data.  On a network file system such a failure is read again until the
+    content parses or ``window`` seconds pass; a parse error before the end of the data, or
+    any error on a local disk, is corruption and raises at once.  FileNotFoundError passes.
+    """
+    deadline = time.monotonic() + window
+    pause = 0.1
+    while True:
+        raw = path.read_bytes()
+        try:
+            return parse(raw)
+        except ValueError as e:
+            pos = getattr(e, "pos", None)
+            cut_short = pos is not None and pos >= len(raw) - 1
+            if not cut_short or time.monotonic() >= deadline or not on_network_fs(path):
+                raise
+        time.sleep(pause)
+        pause = min(pause * 2, 2.0)
+
+
+def on_network_fs(path: Path) -> bool:
+    """True when ``path`` is on NFS, SMB, a FUSE file system (sshfs, smbnetfs) or the like;
+    True as well where /proc/self/mountinfo cannot say (the careful answer)."""
+    try:
+        mounts = _mounts()
+    except OSError:
+        return True
+    target = os.path.realpath(path)
+    best, fstype = "", ""
+    for point, kind in mounts:
+        if (target == point or target.startswith(point.rstrip("/") + "/")) \
+                and len(point) > len(best):
+            best, fstype = point, kind
+    return fstype.startswith("fuse") or fstype in _NETWORK_FS
+
+
+def _mounts() -> list[tuple[str, str]]:
+    out = []
+    with open("/proc/self/mountinfo", encoding="utf-8", errors="replace") as f:
+        for line in f:
+            left, _, right = line.partition(" - ")
+            fields = left.split()
+            if len(fields) > 4 and right:
+                point = fields[4].replace("\\040", " ")
+                out.append((point, right.split()[0]))
+    return out

@@ -52,7 +52,7 @@ import orjson
 from sitemap_crawler.errors import CrawlError
 from sitemap_crawler.frontmatter import read_front_matter
 from sitemap_crawler.protocol.frontier import Frontier
-from sitemap_crawler.protocol.fsutil import RenameLock, atomic_write, unlink_quiet
+from sitemap_crawler.protocol.fsutil import RenameLock, atomic_write, read_settled, unlink_quiet
 from sitemap_crawler.protocol.heartbeat import proven_dead
 from sitemap_crawler.protocol.journal import journal_files, owner_of, read_journal
 from sitemap_crawler.protocol.state import StateDir
@@ -67,11 +67,9 @@ _TRANSIENT = {"ticket", "final", "worker", "elapsed", "attempts", "links"}
 def load(path: Path) -> dict[str, dict[str, Any]]:
     """The index; raises CrawlError (one line) if the file exists but is not a valid index."""
     try:
-        raw = path.read_bytes()
+        data = read_settled(path, orjson.loads)  # S1: a share may serve a stale size
     except FileNotFoundError:
         return {}
-    try:
-        data = orjson.loads(raw)
     except orjson.JSONDecodeError as e:
         raise CrawlError(f"{path}: corrupt url-index ({e})") from None
     if not isinstance(data, dict):

@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from sitemap_crawler.errors import CrawlError
-from sitemap_crawler.protocol.fsutil import atomic_write, ensure_token_dir
+from sitemap_crawler.protocol.fsutil import atomic_write, ensure_token_dir, read_settled
 
 log = logging.getLogger(__name__)
 
@@ -94,13 +94,11 @@ class StateDir:
         because of a read error: an I/O error is a one-line CrawlError, and a corrupt file
         is moved aside (``manifest.corrupt.<pid>.json``) with a warning before starting anew."""
         try:
-            raw = self.manifest_path.read_bytes()
+            data = read_settled(self.manifest_path, json.loads)  # S1 (fsutil)
         except FileNotFoundError:
             return {}
         except OSError as e:
             raise CrawlError(f"cannot read {self.manifest_path}: {e.strerror}") from None
-        try:
-            data = json.loads(raw)
         except ValueError:
             data = None
         if isinstance(data, dict):
