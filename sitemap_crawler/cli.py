@@ -190,11 +190,19 @@ def _work(names: list[str], workers: int) -> int:
             typer.echo(summary(site.name, totals))
             if totals.get("interrupted"):
                 return EXIT_INTERRUPTED
+            if totals.get("workers_died") and queue.has_work():
+                # Every worker died before the queue was empty (a worker that ends normally
+                # has seen it empty): the work is not done, so this run did not succeed.
+                failed.append(site.name)
+                log.error("%s: %d worker process(es) died and work is left; run again: "
+                          "sitemap-crawler work %s", site.name, totals["workers_died"],
+                          site.name)
         else:
             log.info("%s: no work left", site.name)
         n_failed = queue.counts()["failed"]
         if n_failed:
-            failed.append(site.name)
+            if site.name not in failed:
+                failed.append(site.name)
             log.error("%s: %d ticket(s) failed (%d URL(s) used up their retries); after fixing "
                       "the cause run: sitemap-crawler resume %s --workers %d", site.name,
                       n_failed, failed_urls(queue), site.name, workers)
