@@ -261,7 +261,14 @@ class Trial:
         if fs == "smb":
             self.root_a = NETFS / "mnt" / "smb-a" / name
             self.root_b = NETFS / "mnt" / "smb-b" / name
-            self.root_a.mkdir()
+            for attempt in range(10):  # smbnetfs answers EIO now and then for a moment
+                try:
+                    self.root_a.mkdir()
+                    break
+                except OSError:
+                    if attempt == 9:
+                        raise
+                    time.sleep(1)
         else:
             self.root_a = self.root_b = self.local / "share"
         self.cfg = {m: self._config(m, root) for m, root in (("a", self.root_a),
@@ -616,7 +623,16 @@ def run_trials(trials: int, fs_list: list[str], seed: int, out: Path | None, wor
     for fs in fs_list:
         budget = 90.0 if fs == "local" else 240.0
         for n in range(trials):
-            t = Trial(n, fs, seed, workdir, budget)
+            try:
+                t = Trial(n, fs, seed, workdir, budget)
+            except OSError as e:  # the share itself failed: not a verdict on the crawler
+                r = {"trial": n, "fs": fs, "seed": seed, "infra_error": str(e)}
+                results.append(r)
+                print(f"{fs} #{n:3d} could not start: {e}", flush=True)
+                if out is not None:
+                    with open(out, "a") as f:
+                        f.write(json.dumps(r) + "\n")
+                continue
             r = t.run()
             bad = [v for v in r["violations"] if not v["known"]]
             t.cleanup(keep=keep_failed and bool(r["violations"]))
@@ -640,6 +656,8 @@ def summary(results: list[dict[str, Any]]) -> str:
     lines = ["| fs | trials | trials with violations | violations by kind | faults landed "
              "(missed) | extra fetches explained / unexplained | seconds (mean) |",
              "|---|---:|---:|---|---|---:|---:|"]
+    infra = Counter(r["fs"] for r in results if "infra_error" in r)
+    results = [r for r in results if "infra_error" not in r]
     for fs in sorted({r["fs"] for r in results}):
         rs = [r for r in results if r["fs"] == fs]
         kinds = Counter(v["kind"] + (" (known)" if v["known"] else "")
@@ -657,6 +675,8 @@ def summary(results: list[dict[str, Any]]) -> str:
             f"{', '.join(f'{k} {v}' for k, v in sorted(kinds.items())) or 'none'} | {faults} | "
             f"{sum(r['explained'] for r in rs)} / {sum(r['unexplained'] for r in rs)} | "
             f"{secs:.0f} ({secs / max(1, len(rs)):.1f}) |")
+    for fs, k in sorted(infra.items()):
+        lines.append(f"\n{fs}: {k} trial(s) could not start (the share failed; not counted)")
     return "\n".join(lines)
 
 
@@ -667,7 +687,17 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--out", type=Path, help="append one JSON line per trial here")
     ap.add_argument("--workdir", type=Path, help="local directory for trials (kept on failure)")
+    ap.add_argument("--summarize", type=Path, metavar="JSONL",
+                    help="only print the summary of an earlier --out file (known kinds as now)")
     a = ap.parse_args(argv)
+    if a.summarize:
+        results = [json.loads(line) for line in a.summarize.read_text().splitlines() if line]
+        for r in results:
+            for v in r.get("violations", []):
+                v["known"] = KNOWN.get(v["kind"])
+        print(summary(results))
+        return 1 if any(not v["known"] for r in results for v in r.get("violations", [])) \
+            else 0
     # SIGTERM unwinds like Ctrl+C, so each trial's finally kills its process groups.
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     fs_list = ["local", "smb"] if a.fs == "both" else [a.fs]
@@ -685,7 +715,7 @@ def main(argv: list[str] | None = None) -> int:
           f"under {workdir}")
     for k, note in KNOWN.items():
         print(f"known: {k}: {note}")
-    new = [v for r in results for v in r["violations"] if not v["known"]]
+    new = [v for r in results for v in r.get("violations", []) if not v["known"]]
     return 1 if new else 0
 
 

@@ -21,6 +21,8 @@ from bench import soak
 
 
 def _judge(results: list[dict]) -> None:
+    infra = [r for r in results if "infra_error" in r]
+    assert not infra, f"the share failed under the soak: {infra}"
     assert results and all(r["steps"] for r in results)
     bad = [(r["fs"], r["trial"], v) for r in results for v in r["violations"]]
     new = [b for b in bad if not b[2]["known"]]
@@ -39,3 +41,22 @@ def test_soak_smb(tmp_path):
     a, _b = netfs_pair("smb")
     soak.NETFS = a.parents[1]
     _judge(soak.run_trials(3, ["smb"], 12, None, tmp_path, keep_failed=False, quiet=True))
+
+
+def test_soak_checks_see_damage(tmp_path):
+    """The checks themselves: a trial that passed, then damaged by hand, must be caught."""
+    t = soak.Trial(0, "local", 3, tmp_path, 90.0)
+    r = t.run()
+    assert not [v for v in r["violations"] if not v["known"]], r["violations"]
+    md = sorted((t.out / "md").rglob("*.md"))
+    md[0].write_text(md[0].read_text()[:200])  # torn: cut before the end marker
+    md[1].unlink()  # missing
+    (md[2].parent / ".tmp-x.md.1.ab").write_text("half")
+    idx = t.state / "url-index.json"
+    data = soak.json.loads(idx.read_bytes())
+    data.pop(sorted(data)[0])
+    idx.write_text(soak.json.dumps(data))
+    t.violations = []
+    t.check()
+    kinds = {v["kind"] for v in t.violations}
+    assert {"torn_md", "missing", "tmp_left", "index_lost"} <= kinds, t.violations
