@@ -387,12 +387,15 @@ class Trial:
                 time.sleep(rng.uniform(0, 0.02))
                 self.kill_group(proc)
                 info.update(landed=True, tickets=self.count_tickets())
-        elif fault in ("kill@journal", "killone@journal"):
+        elif fault in ("kill@journal", "killone@journal", "killparent@journal"):
             k = self.journal_lines() + rng.randint(1, 25)
             if self.watch(proc, lambda: self.journal_lines() >= k):
                 time.sleep(rng.uniform(0, 0.08))
                 if fault == "kill@journal":
                     self.kill_group(proc)
+                    info["landed"] = True
+                elif fault == "killparent@journal":  # its workers go on as orphans
+                    self.signal_pids("kill", [proc.p.pid], signal.SIGKILL)
                     info["landed"] = True
                 else:
                     kids = self.claimed_by_child(proc)
@@ -442,10 +445,12 @@ class Trial:
             faults = ["none", "kill@tickets", "kill@tickets"]
         elif kind == "work":
             cmds = [("work", SITE, "--workers", w)]
-            faults = ["none", "kill@journal", "killone@journal", "kill@merge", "stop"]
+            faults = ["none", "kill@journal", "killone@journal", "killparent@journal",
+                      "kill@merge", "stop"]
         elif kind == "crawl":
             cmds = [("crawl", SITE, "--workers", w)]
-            faults = ["kill@tickets", "kill@journal", "killone@journal", "kill@merge", "stop"]
+            faults = ["kill@tickets", "kill@journal", "killone@journal", "killparent@journal",
+                      "kill@merge", "stop"]
         else:  # two machines at once, a fault in one of them
             cmds = [("work", SITE, "--workers", w), ("work", SITE, "--workers", "1")]
             faults = ["kill@journal", "killone@journal", "stop", "kill@merge"]
