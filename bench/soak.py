@@ -250,8 +250,10 @@ class Proc:
 
 
 class Trial:
-    def __init__(self, n: int, fs: str, seed: int, workdir: Path, budget: float) -> None:
+    def __init__(self, n: int, fs: str, seed: int, workdir: Path, budget: float,
+                 first_fault: str | None = None) -> None:
         self.n, self.fs, self.seed = n, fs, seed
+        self.first_fault = first_fault  # the first step is a crawl with this fault (tests)
         self.rng = random.Random(f"{seed}-{fs}-{n}")
         self.local = workdir / f"t{n:04d}"
         self.local.mkdir(parents=True)
@@ -455,6 +457,8 @@ class Trial:
             cmds = [("work", SITE, "--workers", w), ("work", SITE, "--workers", "1")]
             faults = ["kill@journal", "killone@journal", "stop", "kill@merge"]
         fault = rng.choice(faults)
+        if self.first_fault and not self.steps:
+            cmds, fault = [("crawl", SITE, "--workers", w)], self.first_fault
         if kind in ("work", "pair") and not (self.state / "tickets").is_dir():
             # Only the first becomes a crawl: two prepares at once each queue every URL
             # (there is no prepare lock), which doubles every fetch; see bench/RESULTS.md.
@@ -623,13 +627,17 @@ def smb_ready() -> bool:
 
 
 def run_trials(trials: int, fs_list: list[str], seed: int, out: Path | None, workdir: Path,
-               keep_failed: bool = True, quiet: bool = False) -> list[dict[str, Any]]:
+               keep_failed: bool = True, quiet: bool = False,
+               first_faults: list[str] | None = None) -> list[dict[str, Any]]:
+    """``first_faults``: trial n's first step is a crawl with first_faults[n % len] (so a
+    short run covers every fault); otherwise every step is drawn at random."""
     results: list[dict[str, Any]] = []
     for fs in fs_list:
         budget = 90.0 if fs == "local" else 240.0
         for n in range(trials):
             try:
-                t = Trial(n, fs, seed, workdir, budget)
+                first = first_faults[n % len(first_faults)] if first_faults else None
+                t = Trial(n, fs, seed, workdir, budget, first)
             except OSError as e:  # the share itself failed: not a verdict on the crawler
                 r = {"trial": n, "fs": fs, "seed": seed, "infra_error": str(e)}
                 results.append(r)
