@@ -79,11 +79,34 @@ KNOWN: dict[str, str] = {
         "protocol/index.py merge deletes a dead worker's journal (is_gone) while its ticket is "
         "still in claimed/; the reclaim (tickets T5) then reads no progress and fetches the "
         "URLs already done again (journal deletion before reclaim: being fixed in protocol/)"),
+    "journal_unlink_ebusy": (
+        "SMB: index.merge's unlink of a merged journal raises EBUSY (the file is still open "
+        "through the other mount, e.g. by a merge killed there a moment ago); unlink_quiet "
+        "only ignores ENOENT, so prepare/crawl exits 1 (protocol/index.py)"),
     "tmp_left": (
         "a worker SIGKILLed inside fsutil.atomic_write leaves .tmp-<name>.<pid>.<hex> beside "
         "the .md; nothing ever sweeps the markdown tree (sweep_tmp runs on the sitemap cache "
         "only). Not a torn file: no .md is ever half written"),
 }
+
+
+def step_violations(step: dict[str, Any]) -> list[tuple[str, str]]:
+    """A command of a step that was not killed must exit 0, except: 1 when one of its own
+    workers was killed and work is left (killone), 2 for `work` before anything is prepared."""
+    out = []
+    for i, (rc, err) in enumerate(zip(step["exit"], step.get("stderr") or [""] * 9,
+                                      strict=False)):
+        if rc in (0, -signal.SIGKILL) or (rc == 2 and "not prepared" in err):
+            continue
+        if rc == 1 and i == 0 and step.get("fault") == "killone@journal" and step.get(
+                "landed") and "died and work is left" in err:
+            continue
+        last = err.splitlines()[-1] if err else ""
+        if "Device or resource busy" in last and "/journal/" in last:
+            out.append(("journal_unlink_ebusy", f"{step['cmds'][i]} exit {rc}: {last}"))
+        else:
+            out.append(("step_exit", f"{step['cmds'][i]} exit {rc}: {err}"))
+    return out
 
 
 # --- the site -----------------------------------------------------------------------------
@@ -473,11 +496,10 @@ class Trial:
             self.status(rng.choice("ab"))
         rec.update(self.fault(procs[0], fault) if fault != "none" else {"fault": "none"})
         rec["exit"] = [self.finish(p, " ".join(c)) for p, c in zip(procs, cmds, strict=True)]
-        for p, c in zip(procs, cmds, strict=True):
-            if p.p.returncode not in (0, -signal.SIGKILL) and not (
-                    c[0] == "work" and p.p.returncode == 2 and "not prepared" in p.err):
-                rec.setdefault("stderr", []).append(p.err.strip()[-400:])
+        rec["stderr"] = [p.err.strip()[-400:] if p.p.returncode else "" for p in procs]
         self.steps.append(rec)
+        for kind, detail in step_violations(rec):
+            self.violate(kind, detail)
 
     def violate(self, kind: str, detail: Any) -> None:
         self.violations.append({"kind": kind, "detail": detail,
@@ -706,6 +728,17 @@ def main(argv: list[str] | None = None) -> int:
     if a.summarize:
         results = [json.loads(line) for line in a.summarize.read_text().splitlines() if line]
         for r in results:
+            if "steps" in r and not any(v["kind"] in ("step_exit", "journal_unlink_ebusy")
+                                        for v in r["violations"]):
+                for st in r["steps"]:  # files written before step_violations existed
+                    if len(st.get("stderr") or []) < len(st["exit"]):
+                        errs = iter(st.get("stderr") or [])
+                        # those files left out the stderr of `work` exiting 2 "not prepared"
+                        st["stderr"] = ["not prepared" if rc == 2 else
+                                        next(errs, "") if rc not in (0, -9) else ""
+                                        for rc in st["exit"]]
+                    r["violations"] += [{"kind": k, "detail": d}
+                                        for k, d in step_violations(st)]
             for v in r.get("violations", []):
                 v["known"] = KNOWN.get(v["kind"])
         print(summary(results))
