@@ -278,8 +278,9 @@ class Proc:
 
 class Trial:
     def __init__(self, n: int, fs: str, seed: int, workdir: Path, budget: float,
-                 first_fault: str | None = None) -> None:
+                 first_fault: str | None = None, max_steps: int = 3) -> None:
         self.n, self.fs, self.seed = n, fs, seed
+        self.max_steps = max_steps
         self.first_fault = first_fault  # the first step is a crawl with this fault (tests)
         self.rng = random.Random(f"{seed}-{fs}-{n}")
         self.local = workdir / f"t{n:04d}"
@@ -513,7 +514,7 @@ class Trial:
         t0 = time.monotonic()
         final: dict[str, Any] = {}
         try:
-            for _ in range(self.rng.randint(1, 3)):
+            for _ in range(self.rng.randint(1, self.max_steps)):
                 self.step()
             fin = self.start("a", "crawl", SITE, "--workers", "2")
             final["crawl_exit"] = self.finish(fin, "final crawl")
@@ -660,7 +661,8 @@ def smb_ready() -> bool:
 
 def run_trials(trials: int, fs_list: list[str], seed: int, out: Path | None, workdir: Path,
                keep_failed: bool = True, quiet: bool = False,
-               first_faults: list[str] | None = None) -> list[dict[str, Any]]:
+               first_faults: list[str] | None = None,
+               max_steps: int = 3) -> list[dict[str, Any]]:
     """``first_faults``: trial n's first step is a crawl with first_faults[n % len] (so a
     short run covers every fault); otherwise every step is drawn at random."""
     results: list[dict[str, Any]] = []
@@ -669,7 +671,7 @@ def run_trials(trials: int, fs_list: list[str], seed: int, out: Path | None, wor
         for n in range(trials):
             try:
                 first = first_faults[n % len(first_faults)] if first_faults else None
-                t = Trial(n, fs, seed, workdir, budget, first)
+                t = Trial(n, fs, seed, workdir, budget, first, max_steps)
             except OSError as e:  # the share itself failed: not a verdict on the crawler
                 r = {"trial": n, "fs": fs, "seed": seed, "infra_error": str(e)}
                 results.append(r)
