@@ -649,7 +649,12 @@ class Trial:
                 with contextlib.suppress(OSError):
                     shutil.copytree(self.root_a, self.local / "share",
                                     ignore_dangling_symlinks=True)
-            subprocess.run(["rm", "-rf", str(self.root_a)], capture_output=True, timeout=300)
+            for _ in range(5):  # smbnetfs may refuse for a moment (EBUSY right after use)
+                subprocess.run(["rm", "-rf", str(self.root_a)], capture_output=True,
+                               timeout=300)
+                if not self.root_a.exists():
+                    break
+                time.sleep(2)
         if not keep:
             shutil.rmtree(self.local, ignore_errors=True)
 
