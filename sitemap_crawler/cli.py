@@ -285,7 +285,8 @@ def _work_site(site: Site, named: bool, workers: int, done: dict[str, dict[str, 
         log.info("%s: no work left", site.name)
     n_failed = queue.counts()["failed"]
     if n_failed:
-        failed.append(site.name)
+        if site.name not in failed:
+            failed.append(site.name)
         log.error("%s: %d ticket(s) failed (%d URL(s) used up their retries); after fixing "
                   "the cause run: sitemap-crawler resume %s --workers %d", site.name,
                   n_failed, failed_urls(queue), site.name, workers)

@@ -118,6 +118,24 @@ def test_sigkill_of_a_worker_mid_ticket_loses_nothing(server, tmp_path):
     assert not os.listdir(state_dir(out) / "tickets" / "claimed")
 
 
+def test_work_whose_only_worker_is_killed_exits_1_not_0(server, tmp_path):
+    """Found by bench/soak.py: `crawl --workers 1` whose worker got SIGKILL said 0 (done)
+    with its ticket still in claimed/; the next run finishes the job."""
+    urls = doc_site(server, 20, delay=0.05)
+    cfg = write_config(tmp_path, server.url("/"))
+    out = tmp_path / "out"
+    cli(cfg, "prepare", "docs")
+    p = popen_cli(cfg, "work", "--workers", "1")
+    wait_for(lambda: journal_lines(out) >= 2)
+    _wid, pid = wait_for(lambda: busy_worker(out))
+    os.kill(pid, signal.SIGKILL)
+    _, err = p.communicate(timeout=120)
+    assert p.returncode == 1, err
+    assert "died and work is left" in err
+    cli(cfg, "work", "--workers", "1")
+    assert_all_crawled(out, urls)
+
+
 def test_sigstop_past_the_timeout_then_sigcont_completes_nothing_twice(server, tmp_path):
     urls = doc_site(server, 40, delay=0.05)
     cfg = write_config(tmp_path, server.url("/"), crawl_state={"heartbeat_timeout": 1.5})

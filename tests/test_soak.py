@@ -1,0 +1,71 @@
+"""A short run of the randomized fault soak (bench/soak.py): real CLI processes killed with
+SIGKILL and paused with SIGSTOP at random moments, then every invariant checked.
+
+Fixed seeds; a failing trial's record (steps, faults, violations) is in the message, and
+``soak.Trial(n, fs, seed, workdir, budget, first_fault).run()`` replays that trial.  A
+violation of a kind listed in ``soak.KNOWN`` (a protocol bug being fixed elsewhere) makes the
+test xfail with the details, never pass silently.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections import Counter
+from pathlib import Path
+
+import pytest
+from conftest import netfs_pair
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from bench import soak
+
+# One faulted crawl per trial (then the final crawl and the checks): each local trial meets
+# one of these.
+FAULTS = ["kill@tickets", "kill@journal", "killone@journal", "killparent@journal", "kill@merge",
+          "stop"]
+
+
+def _judge(results: list[dict]) -> None:
+    infra = [r for r in results if "infra_error" in r]
+    assert not infra, f"the share failed under the soak: {infra}"
+    assert results and all(r["steps"] for r in results)
+    bad = [(r["fs"], r["trial"], v) for r in results for v in r["violations"]]
+    new = [b for b in bad if not b[2]["known"]]
+    failing = [r for r in results if any(not v["known"] for v in r["violations"])]
+    assert not new, f"invariant violations in {failing}\n{soak.summary(results)}"
+    if bad:
+        kinds = Counter(v["kind"] for _fs, _n, v in bad)
+        pytest.xfail(f"known failures only: {dict(kinds)}: {bad[:3]}")
+
+
+def test_soak_local_disk(tmp_path):
+    _judge(soak.run_trials(6, ["local"], 11, None, tmp_path, keep_failed=False, quiet=True,
+                           first_faults=FAULTS, max_steps=1))
+
+
+@pytest.mark.netfs
+def test_soak_smb(tmp_path):
+    a, _b = netfs_pair("smb")
+    soak.NETFS = a.parents[1]
+    _judge(soak.run_trials(3, ["smb"], 12, None, tmp_path, keep_failed=False, quiet=True,
+                           first_faults=["kill@journal", "stop", "kill@merge"], max_steps=1))
+
+
+def test_soak_checks_see_damage(tmp_path):
+    """The checks themselves: a trial that passed, then damaged by hand, must be caught."""
+    t = soak.Trial(0, "local", 3, tmp_path, 90.0)
+    r = t.run()
+    assert not [v for v in r["violations"] if not v["known"]], r["violations"]
+    md = sorted((t.out / "md").rglob("*.md"))
+    md[0].write_text(md[0].read_text()[:200])  # torn: cut before the end marker
+    md[1].unlink()  # missing
+    (md[2].parent / ".tmp-x.md.1.ab").write_text("half")
+    idx = t.state / "url-index.json"
+    data = soak.json.loads(idx.read_bytes())
+    data.pop(sorted(data)[0])
+    idx.write_text(soak.json.dumps(data))
+    t.violations = []
+    t.check()
+    kinds = {v["kind"] for v in t.violations}
+    assert {"torn_md", "missing", "tmp_left", "index_lost"} <= kinds, t.violations
