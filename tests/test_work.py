@@ -126,12 +126,12 @@ def test_work_whose_only_worker_is_killed_exits_1_not_0(server, tmp_path):
     out = tmp_path / "out"
     cli(cfg, "prepare", "docs")
     p = popen_cli(cfg, "work", "--workers", "1")
-    wait_for(lambda: journal_lines(out) >= 2)
-    _wid, pid = wait_for(lambda: busy_worker(out))
+    wait_until(lambda: journal_lines(out) >= 2)
+    _wid, pid = wait_until(lambda: busy_worker(out))
     os.kill(pid, signal.SIGKILL)
     _, err = p.communicate(timeout=120)
     assert p.returncode == 1, err
-    assert "died and work is left" in err
+    assert "work is left" in err and "sitemap-crawler work docs" in err
     cli(cfg, "work", "--workers", "1")
     assert_all_crawled(out, urls)
 

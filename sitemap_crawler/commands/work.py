@@ -263,8 +263,8 @@ def run_site(config_path: Path, site: Site, workers: int) -> Counter[str]:
         raise CrawlError(f"{site.name}: {fatal[0]}; the tickets went back to pending and "
                          "nothing written was lost")
     if died and not stop.is_set():
-        log.warning("%s: %d worker process(es) ended abnormally; their tickets were taken "
-                    "back", site.name, len(died))
+        log.warning("%s: %d worker process(es) ended abnormally; a live worker takes their "
+                    "tickets back (with their progress)", site.name, len(died))
     return totals
 
 
