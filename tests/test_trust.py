@@ -170,3 +170,22 @@ def test_a_worker_that_cannot_write_its_heartbeat_stops_and_the_run_exits_1(serv
     # Nothing was lost: the next run finishes every page.
     cli(cfg, "work", "--workers", "1")
     assert len(md_files(tmp_path / "out")) == 30
+
+
+def test_two_prepares_at_once_ticket_each_url_once(server, tmp_path):
+    """Found by bench/soak.py: two machines starting `crawl` together queued every URL twice."""
+    import os
+
+    from sites import popen_cli
+
+    urls = doc_site(server, 30, delay=0.02)
+    cfg = write_config(tmp_path, server.url("/"))
+    procs = [popen_cli(cfg, "prepare", "docs") for _ in range(3)]
+    for p in procs:
+        _out, err = p.communicate(timeout=120)
+        assert p.returncode == 0, err
+    pending = tmp_path / "out" / ".crawl-state" / "docs" / "tickets" / "pending"
+    queued = []
+    for name in os.listdir(pending):
+        queued += [u["url"] for u in json.loads((pending / name).read_text())["urls"]]
+    assert sorted(queued) == sorted(urls)

@@ -20,6 +20,10 @@ recent items, not the site) and the URL is no longer *listed* in them.  Listed m
 sources at all: a URL that a filter, ``max_urls_per_site`` or the dedupe left out is still
 listed, so a config change never deletes a file.  ``--dry-run`` reports what would go.
 
+One at a time (P2): a prepare holds the site's ``prepare-lock`` rename token (beating, like
+the index lock) from start to end; a second one waits for it, then sees the first one's
+tickets as already queued.
+
 Rounds (R1): a prepare that finds the last round unfinished (tickets still pending or
 claimed) completes it instead of starting over: URLs crawled since that round's prepare are
 not queued again.
@@ -27,6 +31,7 @@ not queued again.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import logging
 import os
@@ -53,12 +58,12 @@ from sitemap_crawler.discover.sitemap import Entry
 from sitemap_crawler.discover.sitemapcache import SitemapCache
 from sitemap_crawler.discover.sources import DiscoveryStats, discover
 from sitemap_crawler.discover.urls import UrlFilter, UrlSet, normalize_url
-from sitemap_crawler.errors import DiscoveryError
+from sitemap_crawler.errors import CrawlError, DiscoveryError
 from sitemap_crawler.fetch.decoding import ACCEPT_ENCODING
 from sitemap_crawler.protocol import index as url_index
 from sitemap_crawler.protocol.frontier import QUEUED
-from sitemap_crawler.protocol.fsutil import replace_file, tmp_name
-from sitemap_crawler.protocol.heartbeat import Observer
+from sitemap_crawler.protocol.fsutil import RenameLock, replace_file, tmp_name
+from sitemap_crawler.protocol.heartbeat import Observer, proven_dead
 from sitemap_crawler.protocol.hostgate import HostGate
 from sitemap_crawler.protocol.state import StateDir, new_worker_id
 from sitemap_crawler.protocol.tickets import TicketQueue
@@ -71,6 +76,7 @@ _CARRY = ("etag", "last_modified", "content_hash", "raw_hash", "file_path", "las
           "validators_lie", "final_url")
 # Source kinds that list the whole site; a feed lists recent items only (P1).
 _COMPLETE_KINDS = {"urlset", "sitemapindex", "llms", "text", "robots"}
+PREPARE_WAIT = 3600.0  # seconds a prepare waits for another one on the same site (P2)
 REMOVAL_SAMPLE = 20  # URLs named in the result (and by --dry-run) of those removed
 
 
@@ -246,6 +252,25 @@ class _Prepare:
         self.excluded = _Excluded(self.state, enabled=False)
 
     def run(self, progress: Callable[[str], None] | None) -> PrepareResult:
+        if self.res.dry_run:
+            return self._run_timed(progress)
+        self.state.ensure()
+        # P2: one prepare at a time per site, on every machine: two at once would each see
+        # the other's URLs as not queued yet and ticket them twice (found by bench/soak.py).
+        lock = RenameLock(self.state.prepare_lock, "prepare", self.wid,
+                          timeout=self.s.crawl_state.heartbeat_timeout, local_dead=proven_dead)
+        if not lock.acquire(timeout=0.5):
+            log.info("%s: another prepare is running; waiting for it to finish", self.site.name)
+            if not lock.acquire(timeout=PREPARE_WAIT):
+                raise CrawlError(f"{self.site.name}: another prepare has held the site for "
+                                 f"{PREPARE_WAIT:.0f}s; try again later")
+        try:
+            return self._run_timed(progress)
+        finally:
+            with contextlib.suppress(OSError, CrawlError):
+                lock.release()
+
+    def _run_timed(self, progress: Callable[[str], None] | None) -> PrepareResult:
         t0 = time.monotonic()
         res, dry_run = self.res, self.res.dry_run
         idx = self._load_index()

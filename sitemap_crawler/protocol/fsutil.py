@@ -150,9 +150,25 @@ def read_bytes(path: Path) -> bytes | None:
         return None
 
 
-def unlink_quiet(path: Path) -> None:
-    with contextlib.suppress(FileNotFoundError):
-        path.unlink()
+def unlink_quiet(path: Path, *, busy_ok: bool = False) -> bool:
+    """Delete ``path`` if it is there; True if this call deleted it.
+
+    With ``busy_ok`` a file the share refuses to delete for now (SMB: EBUSY/EACCES while a
+    client still holds it open, e.g. a FUSE close that has not reached the server yet; seen
+    by bench/soak.py) is retried briefly and then left for a later pass, for housekeeping
+    whose file may safely stay (a merged journal is merged again, idempotently).
+    """
+    for attempt in range(5 if busy_ok else 1):
+        try:
+            path.unlink()
+            return True
+        except FileNotFoundError:
+            return False
+        except OSError as e:
+            if not busy_ok or e.errno not in (errno.EBUSY, errno.EACCES, errno.EPERM):
+                raise
+            time.sleep(0.05 * (attempt + 1))
+    return False
 
 
 def sweep_tmp(directory: Path, older_than: float = 3600.0) -> int:

@@ -184,8 +184,7 @@ def prune_journals(state: StateDir, merged: list[Path], is_gone: Callable[[str],
             continue
         if path.name.endswith(".closed.jsonl") or is_gone(owner):
             check()
-            unlink_quiet(path)
-            n += 1
+            n += unlink_quiet(path, busy_ok=True)
     left = {owner_of(p) for p in journal_files(state.journal)}
     try:
         names = os.listdir(state.workers)
@@ -196,8 +195,7 @@ def prune_journals(state: StateDir, merged: list[Path], is_gone: Callable[[str],
         if not dot or kind not in ("dead", "lock") or wid in held or wid in left:
             continue
         if kind == "dead" or is_gone(wid):
-            unlink_quiet(state.workers / name)
-            n += 1
+            n += unlink_quiet(state.workers / name, busy_ok=True)
     return n
 
 

@@ -68,6 +68,11 @@ class StateDir:
         return self.root / "locks"
 
     @property
+    def prepare_lock(self) -> Path:
+        """The rename token held by the one prepare that may run at a time (P2)."""
+        return self.root / "prepare-lock"
+
+    @property
     def manifest_path(self) -> Path:
         return self.root / "manifest.json"
 
@@ -86,6 +91,7 @@ class StateDir:
             for d in (self.workers, self.journal, self.hosts):
                 d.mkdir(parents=True, exist_ok=True)
             ensure_token_dir(self.locks, ["index.free"])
+            ensure_token_dir(self.prepare_lock, ["prepare.free"])
         except OSError as e:
             raise CrawlError(f"cannot create state directory {self.root}: {e.strerror}") from None
 
