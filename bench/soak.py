@@ -75,22 +75,10 @@ HB_INTERVAL, HB_TIMEOUT = 0.3, 2.0
 # Violation kinds whose cause is known and being fixed elsewhere (protocol/): reported as
 # known failures, not hidden, and they do not fail the run.  Kind -> note.
 KNOWN: dict[str, str] = {
-    "refetch_of_journaled_url": (
-        "protocol/index.py merge deletes a dead worker's journal (is_gone) while its ticket is "
-        "still in claimed/; the reclaim (tickets T5) then reads no progress and fetches the "
-        "URLs already done again (journal deletion before reclaim: being fixed in protocol/)"),
-    "journal_unlink_ebusy": (
-        "SMB: index.merge's unlink of a merged journal raises EBUSY (the file is still open "
-        "through the other mount, e.g. by a merge killed there a moment ago); unlink_quiet "
-        "only ignores ENOENT, so prepare/crawl exits 1 (protocol/index.py)"),
     "share_eio": (
         "smbnetfs answered EIO on one mount for seconds (then recovered); the other "
         "violations of such a trial follow from it. Seen twice while other SMB tests ran; "
         "not reproduced in 4 replays of the same trial"),
-    "tmp_left": (
-        "a worker SIGKILLed inside fsutil.atomic_write leaves .tmp-<name>.<pid>.<hex> beside "
-        "the .md; nothing ever sweeps the markdown tree (sweep_tmp runs on the sitemap cache "
-        "only). Not a torn file: no .md is ever half written"),
 }
 
 

@@ -62,7 +62,7 @@ from sitemap_crawler.errors import CrawlError, DiscoveryError
 from sitemap_crawler.fetch.decoding import ACCEPT_ENCODING
 from sitemap_crawler.protocol import index as url_index
 from sitemap_crawler.protocol.frontier import QUEUED
-from sitemap_crawler.protocol.fsutil import RenameLock, replace_file, tmp_name
+from sitemap_crawler.protocol.fsutil import RenameLock, replace_file, sweep_tmp, tmp_name
 from sitemap_crawler.protocol.heartbeat import Observer, proven_dead
 from sitemap_crawler.protocol.hostgate import HostGate
 from sitemap_crawler.protocol.state import StateDir, new_worker_id
@@ -287,6 +287,8 @@ class _Prepare:
     def _run(self, idx: dict[str, dict[str, Any]], progress: Callable[[str], None] | None,
              res: PrepareResult, dry_run: bool) -> None:
         queue = TicketQueue(self.state, self.wid)
+        if not dry_run:  # W2: what killed writers left in the staging directory
+            sweep_tmp(self.state.root / "tmp")
         if not dry_run and self.s.crawl_state.keep_completed > 0:
             res.tickets_pruned = queue.prune_completed(self.s.crawl_state.keep_completed)
         for u in queue.pending_urls():

@@ -1,11 +1,13 @@
 """One worker: claim a ticket, fetch its URLs politely, write markdown, journal the results.
 
 This module ties the parts together and owns no protocol of its own: claiming and handing
-back are tickets.py (T1–T6), liveness is heartbeat.py (H1–H5), politeness is hostgate.py and
-fetch.py, results go to journal.py and the markdown files (output.py).  The one rule it adds:
+back are tickets.py (T1–T8), liveness is heartbeat.py (H1–H7), politeness is hostgate.py and
+fetch.py, results go to journal.py and the markdown files (output.py).  The rules it adds:
 **W1** — ownership of the ticket is checked (T2) after every fetch and *before* anything is
 written, so a worker that was paused past the heartbeat timeout and lost its ticket writes
-nothing more for it.
+nothing more for it.  **W2** — markdown is staged in the state directory's ``tmp/`` (same
+file system) and renamed into place, so a kill -9 mid-write leaves nothing in the user's
+folder (:func:`staging_dir`).
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ import contextlib
 import errno
 import hashlib
 import logging
+import os
 import threading
 import time
 from collections import Counter
@@ -112,6 +115,24 @@ def fold_links(site: Site, state: StateDir, worker_id: str,
     return frontier.added
 
 
+def staging_dir(state: StateDir, base_dir: Path) -> Path | None:
+    """W2: where markdown files are written before their rename into place: ``tmp/`` in the
+    state directory when it is on the output's file system (a rename cannot cross file
+    systems), so a worker killed mid-write leaves its temporary file there, where prepare
+    sweeps it, and never in the user's folder.  None: beside the file, as before."""
+    probe = base_dir
+    while not probe.exists() and probe != probe.parent:
+        probe = probe.parent
+    try:
+        if os.stat(probe).st_dev != os.stat(state.root).st_dev:
+            return None
+        staging = state.root / "tmp"
+        staging.mkdir(exist_ok=True)
+    except OSError:
+        return None
+    return staging
+
+
 def journal_sizes(state: StateDir) -> dict[str, int]:
     """Journal name -> size: a cheap look at whether any worker recorded something new."""
     out: dict[str, int] = {}
@@ -198,7 +219,8 @@ class Worker:
         self.observer = Observer(self.state.workers, s.crawl_state.heartbeat_timeout)
         self.queue = TicketQueue(self.state, self.wid)
         self.journal = Journal(self.state.journal, self.wid)
-        self.layout = OutputLayout(self.site.base_dir, s.output, self.site.name)
+        self.layout = OutputLayout(self.site.base_dir, s.output, self.site.name,
+                                   tmp_dir=staging_dir(self.state, self.site.base_dir))
         hosts = {host_of(src) for src in self.site.sources}
         hosts |= {h[4:] if h.startswith("www.") else "www." + h for h in hosts}
         self.gate = HostGate(self.state.hosts, self.wid, self.observer.is_dead)

@@ -119,12 +119,14 @@ class OutputLayout:
         *,
         today: date | None = None,
         max_path_bytes: int = DEFAULT_MAX_PATH_BYTES,
+        tmp_dir: Path | None = None,
     ) -> None:
         self.base_dir = Path(base_dir)
         self.template = template
         self.site = site
         self.date = (today or date.today()).isoformat()
         self.max_path_bytes = max_path_bytes
+        self.tmp_dir = tmp_dir  # where atomic writes stage their files (same file system)
         self._base_resolved = self.base_dir.resolve()
 
     # -- mapping ------------------------------------------------------------------------------
@@ -224,10 +226,10 @@ class OutputLayout:
     def write_if_changed(self, path: Path, data: str | bytes) -> bool:
         """:func:`write_if_changed` for ``path`` relative to base_dir (or absolute inside it),
         refusing any path that resolves outside base_dir."""
-        return write_if_changed(self.check_inside(path), data)
+        return write_if_changed(self.check_inside(path), data, tmp_dir=self.tmp_dir)
 
 
-def write_if_changed(path: Path, data: str | bytes) -> bool:
+def write_if_changed(path: Path, data: str | bytes, *, tmp_dir: Path | None = None) -> bool:
     """Write ``data`` atomically to ``path`` unless the file already holds exactly these bytes.
 
     An unchanged file is not touched (its mtime stays), so incremental re-crawls and
@@ -246,7 +248,7 @@ def write_if_changed(path: Path, data: str | bytes) -> bool:
                     return False
             except FileNotFoundError:  # removed meanwhile: just write it
                 pass
-    atomic_write(path, raw)
+    atomic_write(path, raw, tmp_dir=tmp_dir)
     return True
 
 

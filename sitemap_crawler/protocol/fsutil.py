@@ -71,7 +71,8 @@ def tmp_name(target: Path) -> Path:
     return target.with_name(f"{TMP_PREFIX}{target.name}.{os.getpid()}.{secrets.token_hex(4)}")
 
 
-def atomic_write(target: Path, data: bytes | str, *, fsync: bool = True,
+def atomic_write(target: Path, data: bytes | str, *, tmp_dir: Path | None = None,
+                 fsync: bool = True,
                  replace_retries: int = 20,
                  before_replace: Callable[[], None] | None = None) -> None:
     """Write ``data`` to ``target`` so that readers see the old or the new file, never a mix.
@@ -80,10 +81,12 @@ def atomic_write(target: Path, data: bytes | str, *, fsync: bool = True,
     replacing a file that a reader holds open fails with EEXIST/EBUSY/EACCES: the rename is
     retried for a while (readers hold files for milliseconds).  ``before_replace`` runs just
     before the rename and may raise to abandon the write (a lock holder's L4 check).
+    ``tmp_dir`` (on the same file system) holds the temporary file instead of the target's
+    directory, so a writer killed mid-write leaves nothing in a user's folder (W2).
     """
     if isinstance(data, str):
         data = data.encode("utf-8")
-    tmp = tmp_name(target)
+    tmp = tmp_name(target) if tmp_dir is None else tmp_dir / tmp_name(target).name
     done = False
     try:
         with open(tmp, "wb") as f:
