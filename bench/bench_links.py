@@ -217,29 +217,34 @@ def summarize(results: Path, rounds: int) -> None:
     start = max(i for i, r in enumerate(recs) if r.get("event") == "start")
     recs = [r for r in recs[start:] if "mode" in r]
     print("\n| mode | round | ours s | ours pages/s | Scrapy s | Scrapy pages/s | ratio |"
-          " pages reached ours / Scrapy | fetched twice ours / Scrapy |")
-    print("|---|---|---|---|---|---|---|---|---|")
+          " CPU s ours / Scrapy | CPU ratio | pages reached ours / Scrapy |"
+          " fetched twice ours / Scrapy | load before |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
     ratios: dict[str, list[float]] = {}
+    cpu_ratios: dict[str, list[float]] = {}
     for mode in ("sitemap", "links"):
         for rnd in range(1, rounds + 1):
             o = next((r for r in recs if r["mode"] == mode and r["round"] == rnd
                       and r["who"] == "ours"), None)
             s = next((r for r in recs if r["mode"] == mode and r["round"] == rnd
                       and r["who"] == "scrapy"), None)
-            if o is None:
+            if o is None or s is None:
                 continue
-            ratio = (o["pages_per_s_server"] / s["pages_per_s_server"]) if s else None
-            if ratio:
-                ratios.setdefault(mode, []).append(ratio)
+            ratio = o["pages_per_s_server"] / s["pages_per_s_server"]
+            cpu_ratio = s["cpu_seconds_all"] / o["cpu_seconds_all"]
+            ratios.setdefault(mode, []).append(ratio)
+            cpu_ratios.setdefault(mode, []).append(cpu_ratio)
             print(f"| {mode} | {rnd} | {o['seconds']} | {o['pages_per_s_server']} | "
-                  f"{s['seconds'] if s else ''} | {s['pages_per_s_server'] if s else ''} | "
-                  f"{f'{ratio:.2f}x' if ratio else ''} | "
-                  f"{o['server']['pages_reached']} / {s['server']['pages_reached'] if s else ''}"
-                  f" | {o['server']['pages_fetched_twice']} / "
-                  f"{s['server']['pages_fetched_twice'] if s else ''} |")
+                  f"{s['seconds']} | {s['pages_per_s_server']} | {ratio:.2f}x | "
+                  f"{o['cpu_seconds_all']} / {s['cpu_seconds_all']} | {cpu_ratio:.2f}x | "
+                  f"{o['server']['pages_reached']} / {s['server']['pages_reached']} | "
+                  f"{o['server']['pages_fetched_twice']} / {s['server']['pages_fetched_twice']}"
+                  f" | {o['loadavg_1m_before']} / {s['loadavg_1m_before']} |")
     for mode, rs in ratios.items():
-        print(f"{mode}: median ratio {statistics.median(rs):.2f}x "
-              f"(range {min(rs):.2f}-{max(rs):.2f}x)")
+        cs = cpu_ratios[mode]
+        print(f"{mode}: median pages/s ratio {statistics.median(rs):.2f}x "
+              f"(range {min(rs):.2f}-{max(rs):.2f}x); CPU-seconds ratio "
+              f"{statistics.median(cs):.2f}x ({min(cs):.2f}-{max(cs):.2f}x)")
 
 
 if __name__ == "__main__":
