@@ -56,7 +56,7 @@ http {{
     default_type application/octet-stream;
     charset utf-8;
     charset_types text/html text/plain text/markdown;
-    log_format bench '$status $bytes_sent $request_length';
+    log_format bench '$status $bytes_sent $request_length $request_uri';
     {access_log}
     sendfile on;
     tcp_nopush on;
@@ -118,8 +118,9 @@ class Nginx:
 
     def __init__(self, root: Path, port: int = 0, *, no_cache: bool = False,
                  cache_control: str | None = None, workers: int = 2,
-                 access_log: bool = False) -> None:
+                 access_log: bool = False, extra_conf: str = "") -> None:
         self.root = Path(root).resolve()
+        self.extra_conf = extra_conf  # raw directives for the server block (e.g. locations)
         self.access_log = access_log
         self.cache_control = "no-cache" if no_cache else cache_control
         self.workers = workers
@@ -137,7 +138,7 @@ class Nginx:
         # (10 % of the time since Last-Modified) and never ask again; "no-cache" or
         # "max-age=0" tells them to come back (see bench/README.md for what Scrapy does).
         extra = (f'add_header Cache-Control "{self.cache_control}" always;'
-                 if self.cache_control else "")
+                 if self.cache_control else "") + self.extra_conf
         for attempt in range(5):
             port = self.port or free_port()
             conf = self.tmp / "nginx.conf"
@@ -177,6 +178,19 @@ class Nginx:
             if reset:
                 path.write_bytes(b"")  # nginx appends (O_APPEND), so truncating is safe
         return counts
+
+    def uri_counts(self) -> dict[str, dict[str, int]]:
+        """``{status: {request URI: requests}}`` from the access log (``access_log=True``);
+        call before ``status_counts(reset=True)``.  Duplicate fetches show as counts > 1."""
+        path = self.tmp / "access.log"
+        out: dict[str, dict[str, int]] = {}
+        if path.exists():
+            for line in path.read_text().splitlines():
+                parts = line.split(maxsplit=3)
+                if len(parts) == 4:
+                    by = out.setdefault(parts[0], {})
+                    by[parts[3]] = by.get(parts[3], 0) + 1
+        return out
 
     def _wait_ready(self, port: int, timeout: float = 10.0) -> bool:
         deadline = time.monotonic() + timeout

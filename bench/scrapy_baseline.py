@@ -95,15 +95,44 @@ def _scrapy_child(cfg: dict) -> None:
 
     markdown = cfg["markdown"]
 
+    def item(response: Any) -> dict:
+        if markdown:
+            return {"url": response.url, "text": response.text}
+        return {"url": response.url, "body": response.body}
+
     class DocsSpider(SitemapSpider):
         name = "docs"
         sitemap_urls = (cfg["base"] + "/sitemap.xml",)
 
         def parse(self, response: Any) -> Any:
-            if markdown:
-                yield {"url": response.url, "text": response.text}
-            else:
-                yield {"url": response.url, "body": response.body}
+            yield item(response)
+
+    spider: type = DocsSpider
+    if cfg.get("follow_links"):
+        # No sitemap: CrawlSpider from the home page, every <a>/<area> link on the host
+        # followed (no depth limit; Scrapy's dupefilter fetches each URL once).
+        from urllib.parse import urlsplit
+
+        from scrapy.linkextractors import LinkExtractor
+        from scrapy.spiders import CrawlSpider, Rule
+
+        # Scrapy compares allow_domains with the URL's netloc, port included
+        # (scrapy.utils.url.url_is_from_any_domain): "127.0.0.1" alone matches nothing here.
+        host = urlsplit(cfg["base"]).netloc
+
+        class LinksSpider(CrawlSpider):
+            name = "docs-links"
+            start_urls = (cfg["base"] + "/",)
+            rules = (Rule(LinkExtractor(allow_domains=[host]), callback="parse_page",
+                          follow=True),)
+
+            def parse_start_url(self, response: Any, **kwargs: Any) -> Any:
+                yield item(response)  # the home page is a page too
+
+            def parse_page(self, response: Any) -> Any:
+                yield item(response)
+
+        spider = LinksSpider
 
     settings: dict[str, Any] = {
         "CONCURRENT_REQUESTS": cfg["concurrency"],
@@ -126,7 +155,7 @@ def _scrapy_child(cfg: dict) -> None:
             "HTTPCACHE_EXPIRATION_SECS": 0,
         })
     process = CrawlerProcess(settings)
-    crawler = process.create_crawler(DocsSpider)
+    crawler = process.create_crawler(spider)
     process.crawl(crawler)
     t0 = time.perf_counter()
     process.start()
@@ -175,20 +204,22 @@ def _run_child(kind: str, cfg: dict) -> tuple[float, float, float, dict]:
 
 
 def crawl(base: str, out: Path, *, markdown: bool = True, httpcache: Path | None = None,
-          concurrency: int = 32) -> dict:
+          concurrency: int = 32, follow_links: bool = False) -> dict:
     """One Scrapy run against ``base``; returns the figures (call in a fresh process)."""
     out = Path(out)
     shutil.rmtree(out, ignore_errors=True)
     out.mkdir(parents=True)
     cfg = {"base": base.rstrip("/"), "out": str(out.resolve()), "markdown": markdown,
            "httpcache": str(httpcache) if httpcache else None, "concurrency": concurrency,
+           "follow_links": follow_links,
            "stats_file": str(out.parent / f".{out.name}.stats.json")}
     wall, rss, cpu, child = _run_child("_scrapy-child", cfg)
     st = child["stats"]
     files = sum(1 for p in out.rglob("*") if p.is_file())
     pages = child["written"]
     return {
-        "tool": "scrapy+markdownify" if markdown else "scrapy-raw-html",
+        "tool": ("scrapy+markdownify" if markdown else "scrapy-raw-html")
+        + (" CrawlSpider" if follow_links else ""),
         "pages": pages, "files": files,
         "seconds": round(wall, 2), "pages_per_s": round(pages / wall, 1),
         "crawl_seconds": round(child["crawl_seconds"], 2), "cpu_seconds": round(cpu, 2),
@@ -341,6 +372,8 @@ def main(argv: list[str] | None = None) -> int:
     c.add_argument("--no-markdown", action="store_true", help="write raw HTML instead")
     c.add_argument("--httpcache", type=Path, help="HttpCacheMiddleware + RFC2616Policy dir")
     c.add_argument("--concurrency", type=int, default=32)
+    c.add_argument("--follow-links", action="store_true",
+                   help="CrawlSpider from BASE/ following same-host links (no sitemap)")
     u = sub.add_parser("usp", help="ultimate-sitemap-parser over BASE/robots.txt's sitemaps")
     u.add_argument("--base", required=True)
     u.add_argument("--workdir", type=Path, default=Path("/tmp/sitemap-crawler-bench"))
@@ -355,7 +388,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.cmd == "crawl":
         ensure_installed(("scrapy",))
         print(json.dumps(crawl(args.base, args.out, markdown=not args.no_markdown,
-                               httpcache=args.httpcache, concurrency=args.concurrency)))
+                               httpcache=args.httpcache, concurrency=args.concurrency,
+                               follow_links=args.follow_links)))
     elif args.cmd == "usp":
         ensure_installed(("usp",))
         print(json.dumps(run_usp(args.base, args.workdir)))

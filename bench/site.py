@@ -74,20 +74,47 @@ def _save_manifest(root: Path, manifest: dict) -> None:
     _write(Path(root) / MANIFEST, json.dumps(manifest, indent=0, sort_keys=True).encode())
 
 
-def build_site(root: Path, pages: int = 5_000, seed: int = 7) -> dict:
-    """Write ``pages`` documentation pages (plus home and 5 section indexes) under ``root``."""
+def _related(site: demosite.DemoSite, related: int) -> dict[str, list[str]]:
+    """A ``related``-ary tree over all pages (home first, then the generator's order): page
+    i links to pages ``related*i+1 .. related*i+related``, so every page is reachable from
+    the home page by links, within log_related(N) + 1 hops."""
+    order = sorted((p.path for p in site.pages), key=lambda p: p != "/")
+    return {path: order[related * i + 1:related * i + 1 + related]
+            for i, path in enumerate(order)}
+
+
+def _with_related(body: bytes, links: list[str]) -> bytes:
+    """The page with a "Related pages" list before ``</main>`` (no-op without links)."""
+    if not links:
+        return body
+    lis = "".join(f'<li><a href="{escape(p)}">{escape(p.rsplit("/", 1)[-1] or "Home")}</a></li>'
+                  for p in links)
+    nav = (f'<nav class="related" aria-label="Related pages"><p>Related pages</p><ul>{lis}'
+           "</ul></nav>\n")
+    return body.replace(b"</main>", nav.encode() + b"</main>", 1)
+
+
+def build_site(root: Path, pages: int = 5_000, seed: int = 7, related: int = 0) -> dict:
+    """Write ``pages`` documentation pages (plus home and 5 section indexes) under ``root``.
+
+    The demo site's pages link only to the ~50 sidebar pages, so a crawler that follows links
+    from the home page reaches 53 of them.  ``related=K`` adds a "Related pages" list of K
+    links to every page (a K-ary tree over the whole site, see :func:`_related`) so that
+    link following reaches all of them; the link-following benchmark uses ``related=10``."""
     root = Path(root)
     root.mkdir(parents=True, exist_ok=True)
     site = _site(pages, seed)
+    tree = _related(site, related) if related else {}
     entries: dict[str, dict] = {}
     total = 0
     for page in site.pages:
-        body = site.render_page(page)
+        body = _with_related(site.render_page(page), tree.get(page.path, []))
         total += len(body)
         _write(page_file(root, page.path), body, page.lastmod.timestamp())
         entries[page.path] = {"version": page.version, "lastmod": _w3c(page.lastmod),
                               "section": page.section}
-    manifest = {"pages": pages, "seed": seed, "mutations": 0, "base_url": None,
+    manifest = {"pages": pages, "seed": seed, "related": related, "mutations": 0,
+                "base_url": None,
                 "bytes": total, "urls": entries}
     _save_manifest(root, manifest)
     return manifest
@@ -150,6 +177,7 @@ def mutate(root: Path, fraction: float = 0.05, seed: int | None = None) -> list[
     root = Path(root)
     manifest = load_manifest(root)
     site = _site(manifest["pages"], manifest["seed"])
+    tree = _related(site, manifest["related"]) if manifest.get("related") else {}
     step = manifest["mutations"]
     rng = random.Random(f"{manifest['seed']}:mutate:{step}" if seed is None else seed)
     candidates = sorted(p for p, e in manifest["urls"].items()
@@ -165,7 +193,8 @@ def mutate(root: Path, fraction: float = 0.05, seed: int | None = None) -> list[
         page = site.page(path)
         assert page is not None, path
         page = dataclasses.replace(page, version=e["version"] + 1, lastmod=when)
-        _write(page_file(root, path), site.render_page(page), when.timestamp())
+        _write(page_file(root, path), _with_related(site.render_page(page), tree.get(path, [])),
+               when.timestamp())
         e["version"], e["lastmod"] = page.version, _w3c(when)
     manifest["mutations"] = step + 1
     _save_manifest(root, manifest)
@@ -220,6 +249,8 @@ def main(argv: list[str] | None = None) -> int:
     b.add_argument("root", type=Path)
     b.add_argument("--pages", type=int, default=5_000)
     b.add_argument("--seed", type=int, default=7)
+    b.add_argument("--related", type=int, default=0,
+                   help="add K 'Related pages' links per page so links reach every page")
     s = sub.add_parser("sitemaps", help="write robots.txt and sitemaps for a base URL")
     s.add_argument("root", type=Path)
     s.add_argument("--base", required=True, help="e.g. http://127.0.0.1:8088")
@@ -234,7 +265,7 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     t0 = time.perf_counter()
     if args.cmd == "build":
-        man = build_site(args.root, args.pages, args.seed)
+        man = build_site(args.root, args.pages, args.seed, args.related)
         print(f"{len(man['urls'])} pages, {man['bytes'] / 1e6:.1f} MB in {args.root}")
     elif args.cmd == "sitemaps":
         print(write_sitemaps(args.root, args.base))
