@@ -251,6 +251,8 @@ class Worker:
             c = self.queue.claim()
             if c is not None:
                 self._run_ticket(c)
+                if self.rules is not None and len(self.queue.names("pending")) <= 1:
+                    self._fold()  # F3: keep the frontier ahead before the queue runs dry
                 continue
             dead = reclaim_dead(self.state, self.queue, self.observer)
             self.stats["reclaimed_from_dead"] += len(dead)

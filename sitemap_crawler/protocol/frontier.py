@@ -22,7 +22,9 @@ Design (written before the code; the invariants are F1-F5):
   already exists in any state (only the lock holder writes frontier tickets, so the check
   cannot race).  So a kill -9 loses no discovered link and tickets none twice.
 * **Termination (F3).**  A worker with nothing to claim folds the journals (if any grew since
-  it last looked) before it decides there is no work; it stops only when no ticket is
+  it last looked) before it decides there is no work (and one that finished a ticket folds
+  when at most one ticket is left pending, so the next wave is ready before the queue runs
+  dry); it stops only when no ticket is
   pending or claimed after such a fold.  A worker that completed a ticket folds before it
   stops, so the links of its last page are never left behind; if it is killed first, the
   next ``work``/``prepare``/``crawl`` folds them.
