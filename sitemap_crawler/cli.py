@@ -167,6 +167,7 @@ def _work(names: list[str], workers: int) -> int:
     """Work on the sites; the exit code says how it ended (see the module docstring)."""
     from sitemap_crawler.commands.status import failed_urls
     from sitemap_crawler.commands.work import has_work, run_site, summary
+    from sitemap_crawler.fetch.browser import require_browser
     from sitemap_crawler.protocol.state import StateDir
     from sitemap_crawler.protocol.tickets import TicketQueue
 
@@ -185,6 +186,7 @@ def _work(names: list[str], workers: int) -> int:
             continue
         queue = TicketQueue(state, "cli")
         if has_work(site):
+            require_browser(site.settings)  # render: browser | auto: a one-line error if none
             totals = run_site(cfg.path, site, workers)
             ran += 1
             typer.echo(summary(site.name, totals))
