@@ -63,8 +63,12 @@ el.innerHTML = '<main><h1>App shell</h1><p>' + {json.dumps(APP_TEXT * 3)} + '</p
 """
 
 
-def serve_site(srv: LocalServer, third: str, *, app_delay: float = 0.0) -> dict[str, str]:
+def serve_site(srv: LocalServer, third: str, *, app_delay: float = 0.0,
+               robots: str = "User-agent: *\nAllow: /\n", shells: int = 0) -> dict[str, str]:
+    """The plain page, the two shells, and ``shells`` more like the app.js one (each asking
+    for app.js?p=<i>, so no browser cache spares a request)."""
     paths = {"plain": "/plain.html", "inline": "/shell-inline.html", "app": "/shell-app.html"}
+    paths.update({f"shell-{i}": f"/shell-{i}.html" for i in range(shells)})
     urls = {k: srv.url(p) for k, p in paths.items()}
 
     def sitemap(keys: list[str]) -> Response:
@@ -73,9 +77,11 @@ def serve_site(srv: LocalServer, third: str, *, app_delay: float = 0.0) -> dict[
                                                       for k in keys) + "</urlset>")
         return Response(body=body, content_type="application/xml")
 
-    srv.route("/robots.txt", Response(body="User-agent: *\nAllow: /\n",
-                                      content_type="text/plain"))
-    srv.route("/sitemap.xml", sitemap(["plain", "inline", "app"]))
+    srv.route("/robots.txt", Response(body=robots, content_type="text/plain"))
+    srv.route("/sitemap.xml", sitemap(list(paths)))
+    for i in range(shells):
+        body = SHELL_APP.format(third=third).replace("/app.js", f"/app.js?p={i}")
+        srv.route(f"/shell-{i}.html", Response(body=body.replace("App shell", f"Shell {i}")))
     srv.route("/sitemap-plain.xml", sitemap(["plain"]))
     srv.route("/plain.html", Response(body=PLAIN, etag=True))
     srv.route("/shell-inline.html", Response(body=SHELL_INLINE, etag=True))
@@ -222,6 +228,28 @@ def test_render_browser_writes_the_shells_text_and_follows_their_links(tmp_path,
 
 
 @needs_browser
+def test_the_browser_obeys_robots_txt_and_the_host_gate(tmp_path, third):
+    """Two workers render shells whose app.js takes 0.5 s, with request_delay 0.1 s: each
+    holds the host's lease for its whole navigation, so while one app.js is being served no
+    other request reaches the host; a shell disallowed by robots.txt is never asked for."""
+    with LocalServer() as srv:
+        urls = serve_site(srv, third.base, app_delay=0.5, shells=8,
+                          robots="User-agent: *\nDisallow: /shell-inline.html\n")
+        cfg = write_config(tmp_path, srv.url("/sitemap.xml"), render="browser",
+                           request_delay=0.1, crawl_state={"ticket_size": 1})
+        cli(cfg, "crawl", "docs", "--workers", "2")
+        assert index(tmp_path / "out")[urls["inline"]]["skipped"] == "robots"
+        assert not srv.hits("/shell-inline.html")
+        written = pages(tmp_path / "out")
+        assert len(written) == 10 and APP_TEXT.strip() in written[urls["shell-7"]][1]
+        scripts = [r.t for r in srv.requests if r.path.startswith("/app.js")]
+        assert len(scripts) == 9
+        during = [(r.path, round(r.t - t, 3)) for t in scripts for r in srv.requests
+                  if t < r.t < t + 0.45]
+        assert during == [], during
+
+
+@needs_browser
 def test_render_auto_renders_only_the_shells_and_says_why(tmp_path, third):
     with LocalServer() as srv:
         urls = serve_site(srv, third.base)
@@ -356,3 +384,33 @@ def test_kill_9_of_a_worker_leaves_no_chromium_behind(tmp_path, third, driver):
             if p.poll() is None:
                 p.kill()
                 p.communicate()
+
+
+def _demo(out: Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "sitemap_crawler", "demo", "--pages", "30",
+                           "--workers", "2", "--output", str(out)], capture_output=True,
+                          text=True, timeout=300, env=env)
+
+
+def test_demo_without_a_browser_skips_its_javascript_pages_with_a_note(tmp_path):
+    bare = tmp_path / "bin"
+    bare.mkdir()
+    r = _demo(tmp_path / "demo", {**os.environ, "PATH": str(bare)})
+    assert r.returncode == 0, r.stderr
+    assert "note: skipping the demo's JavaScript-rendered pages" in r.stdout, r.stdout
+    assert "apt-get install chromium" in r.stdout
+    assert not list((tmp_path / "demo" / "markdown").rglob("app/*.md"))
+    assert list((tmp_path / "demo" / "markdown").rglob("guide/*.md"))
+
+
+@needs_browser
+def test_demo_renders_its_javascript_pages(tmp_path):
+    r = _demo(tmp_path / "demo")
+    assert r.returncode == 0, r.stderr
+    assert "skipping" not in r.stdout
+    app = {p.name: p.read_text() for p in (tmp_path / "demo" / "markdown").rglob("app/*.md")}
+    assert set(app) == {"index.md", "dashboards.md", "alerts.md"}, r.stdout
+    assert "quiet hours hold them until morning" in app["alerts.md"]
+    assert "rendered: browser" in app["alerts.md"] and "empty #root" in app["alerts.md"]
+    others = [p for p in (tmp_path / "demo" / "markdown").rglob("*.md") if "app" not in p.parts]
+    assert len(others) > 30 and not any("rendered:" in p.read_text() for p in others)
