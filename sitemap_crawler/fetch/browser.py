@@ -350,12 +350,13 @@ class Browser:
                 left = max(1.0, timeout_ms - (time.monotonic() - t0) * 1000)
                 if until != wait:  # a CSS selector
                     page.wait_for_selector(wait, timeout=left, state="attached")
-                elif wait != "networkidle" and shell_reason(
-                        page.content(), self.settings.min_content_chars):
+                html = page.content()
+                if until == wait != "networkidle" and shell_reason(
+                        html, self.settings.min_content_chars):
                     # still empty at load: the app may be fetching its content
                     with contextlib.suppress(PlaywrightTimeout):
                         page.wait_for_load_state("networkidle", timeout=left)
-                html = page.content()
+                    html = page.content()
             self.pages += 1
             return Rendered("ok", html=html, blocked=self._blocked)
         except PlaywrightTimeout:
