@@ -205,7 +205,8 @@ def test_render_browser_writes_the_shells_text_and_follows_their_links(tmp_path,
         urls = serve_site(srv, third.base)
         exe, log = launch_logger(tmp_path)
         cfg = write_config(tmp_path, srv.url("/sitemap.xml"), render="browser",
-                           follow_links=True, browser={"executable_path": str(exe)})
+                           follow_links=True, browser={"executable_path": str(exe),
+                                                       "user_agent": "RenderBot/1.0"})
         cli(cfg, "crawl", "docs", "--workers", "1")
         out = tmp_path / "out"
         written = pages(out)
@@ -223,6 +224,7 @@ def test_render_browser_writes_the_shells_text_and_follows_their_links(tmp_path,
         hits = Counter(r.path for r in srv.requests)
         assert hits["/shell-app.html"] == hits["/shell-inline.html"] == 1
         assert hits["/plain.html"] == hits["/app.js"] == 1
+        assert srv.hits("/app.js")[0].headers["user-agent"] == "RenderBot/1.0"
         assert third.requests == []
         assert launches(log) == 1  # one browser for the worker, reused
 
