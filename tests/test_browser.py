@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from httpserver import LocalServer, Response
+from httpserver import LocalServer, Response, fail_then
 from sites import cli, popen_cli, write_config
 from waiting import wait_until
 
@@ -83,6 +83,7 @@ def serve_site(srv: LocalServer, third: str, *, app_delay: float = 0.0,
         body = SHELL_APP.format(third=third).replace("/app.js", f"/app.js?p={i}")
         srv.route(f"/shell-{i}.html", Response(body=body.replace("App shell", f"Shell {i}")))
     srv.route("/sitemap-plain.xml", sitemap(["plain"]))
+    srv.route("/sitemap-app.xml", sitemap(["app"]))
     srv.route("/plain.html", Response(body=PLAIN, etag=True))
     srv.route("/shell-inline.html", Response(body=SHELL_INLINE, etag=True))
     srv.route("/shell-app.html", Response(body=SHELL_APP.format(third=third), etag=True))
@@ -301,6 +302,49 @@ def test_a_slow_render_keeps_the_heartbeat_and_a_timeout_fails_the_page(tmp_path
         r = cli(cfg, "crawl", "docs", "--workers", "1", check=False)
         assert index(tmp_path / "b" / "out")[urls["app"]]["error"] == "render_timeout"
         assert r.returncode != 0 and "resume docs" in r.stderr  # the ticket failed: resume
+
+
+@needs_browser
+def test_a_render_that_timed_out_is_retried(tmp_path, third):
+    """max_retries 1: app.js first takes 4 s (past the 1.5 s page timeout), then answers at
+    once; the page is written from the second render, its document fetched once."""
+    with LocalServer() as srv:
+        urls = serve_site(srv, third.base)
+        srv.route("/app.js", fail_then(1, Response(body=APP_JS, delay=4.0,
+                                                   content_type="application/javascript"),
+                                       Response(body=APP_JS,
+                                                content_type="application/javascript")))
+        cfg = write_config(tmp_path, srv.url("/sitemap.xml"), render="auto", max_retries=1,
+                           browser={"timeout": 1.5})
+        cli(cfg, "crawl", "docs", "--workers", "1")
+        assert APP_TEXT.strip() in pages(tmp_path / "out")[urls["app"]][1]
+        assert len(srv.hits("/app.js")) == 2 and len(srv.hits("/shell-app.html")) == 1
+
+
+@needs_browser
+def test_a_stop_before_the_render_hands_the_ticket_back(tmp_path, third):
+    """SIGTERM while the shell's document is being fetched (request_delay 3 s: the worker
+    then waits for the host's lease to render it): the ticket goes back to pending, not to
+    failed/, and the next run writes the page."""
+    with LocalServer() as srv:
+        urls = serve_site(srv, third.base)
+        cfg = write_config(tmp_path, srv.url("/sitemap-app.xml"), render="auto",
+                           request_delay=3)
+        cli(cfg, "prepare", "docs")
+        p = popen_cli(cfg, "work")
+        try:
+            wait_until(lambda: srv.hits("/shell-app.html"), 60)
+            p.send_signal(signal.SIGTERM)
+            p.communicate(timeout=60)
+        finally:
+            if p.poll() is None:
+                p.kill()
+        assert p.returncode == 130
+        tickets = tmp_path / "out" / ".crawl-state" / "docs" / "tickets"
+        assert os.listdir(tickets / "failed") == [] and len(os.listdir(tickets / "pending")) == 1
+        assert not srv.hits("/app.js")
+        cli(cfg, "work")
+        assert APP_TEXT.strip() in pages(tmp_path / "out")[urls["app"]][1]
 
 
 def _descendants(pid: int) -> dict[int, str]:

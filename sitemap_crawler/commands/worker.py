@@ -45,7 +45,7 @@ from sitemap_crawler.protocol import index as url_index
 from sitemap_crawler.protocol.frontier import Frontier
 from sitemap_crawler.protocol.fsutil import atomic_write
 from sitemap_crawler.protocol.heartbeat import Heartbeat, Observer
-from sitemap_crawler.protocol.hostgate import HostGate
+from sitemap_crawler.protocol.hostgate import HostGate, Interrupted
 from sitemap_crawler.protocol.journal import Journal, journal_files, ticket_progress
 from sitemap_crawler.protocol.state import StateDir
 from sitemap_crawler.protocol.tickets import Claimed, TicketQueue
@@ -249,6 +249,8 @@ class Worker:
                     return
                 try:
                     self._run_url(c, entry)
+                except Interrupted:  # a render cut short by a stop: handed back, not failed
+                    continue
                 except (TicketLost, WorkerFatal):
                     raise
                 except OSError as e:
@@ -492,6 +494,8 @@ class Worker:
             res = self.browser.render(r.final_url, r.body, r.headers, r.status)
         except BrowserMissing as e:
             raise WorkerFatal(str(e)) from None
+        if res.outcome == "interrupted":
+            raise Interrupted(url)
         if res.outcome != "ok":
             reason = res.reason or "render_error"
             return html, Outcome("failed", None, {"error": reason}, reason)
