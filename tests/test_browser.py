@@ -3,7 +3,7 @@
 The site has a plain page and two empty shells whose text only JavaScript writes: one with an
 inline script, one with an external app.js (which also adds a link and asks a third-party
 host for a script and an image, which must never be asked).  Skipped when no Chromium or no
-Playwright is installed (CI installs both).
+Playwright is installed, unless SITEMAP_CRAWLER_REQUIRE_BROWSER is set (CI installs both).
 """
 
 from __future__ import annotations
@@ -32,9 +32,13 @@ try:
     HAVE_PLAYWRIGHT = True
 except ImportError:
     HAVE_PLAYWRIGHT = False
-needs_browser = pytest.mark.skipif(CHROMIUM is None or not HAVE_PLAYWRIGHT,
-                                   reason="needs Chromium and Playwright (apt-get install "
-                                          "chromium; pip install playwright)")
+# CI installs both and sets SITEMAP_CRAWLER_REQUIRE_BROWSER=1: then these tests run (and fail
+# when something is missing) instead of being skipped.
+needs_browser = pytest.mark.skipif(
+    (CHROMIUM is None or not HAVE_PLAYWRIGHT)
+    and not os.environ.get("SITEMAP_CRAWLER_REQUIRE_BROWSER"),
+    reason="needs Chromium and Playwright (apt-get install chromium; "
+           "pip install 'sitemap-crawler[browser]')")
 
 PLAIN_TEXT = "This plain page was written by the server and needs no script at all. " * 3
 INLINE_TEXT = "Inline script wrote this paragraph about configuring the widget frobnicator. "
@@ -283,6 +287,14 @@ def test_render_auto_renders_only_the_shells_and_says_why(tmp_path, third):
         assert "unchanged 3 (304)" in r.stdout, r.stdout
         assert launches(log) == before
         assert index(out)[urls["app"]]["rendered"] == "browser"  # carried over
+        # the site starts sending the page's text itself: no browser, and the index says so
+        srv.route("/shell-app.html", Response(body=PLAIN.replace("Plain page", "App"),
+                                              etag=True))
+        r = cli(cfg, "crawl", "docs", "--workers", "1")
+        assert "changed 1" in r.stdout, r.stdout
+        assert launches(log) == before
+        assert index(out)[urls["app"]].get("rendered") is None
+        assert "rendered" not in pages(out)[urls["app"]][0]
 
 
 @needs_browser

@@ -68,7 +68,7 @@ log = logging.getLogger(__name__)
 
 _CARRY = ("etag", "last_modified", "content_hash", "raw_hash", "file_path", "last_crawled",
           "first_seen", "last_changed", "changes_detected", "change_frequency", "size",
-          "validators_lie", "final_url")
+          "validators_lie", "final_url", "rendered")
 # Source kinds that list the whole site; a feed lists recent items only (P1).
 _COMPLETE_KINDS = {"urlset", "sitemapindex", "llms", "text", "robots"}
 REMOVAL_SAMPLE = 20  # URLs named in the result (and by --dry-run) of those removed

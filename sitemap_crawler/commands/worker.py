@@ -408,6 +408,8 @@ class Worker:
             return replace(doc, fields={**fetched, **carry, **doc.fields})
         fields: dict[str, Any] = {**fetched, "content_hash": doc.content_hash,
                                   "title": doc.title, **doc.extra}
+        if prior.get("rendered") and "rendered" not in doc.extra:  # no longer a shell
+            fields.update(rendered=None, render_reason=None)
         path = self._path_for(url, prior)
         fields["file_path"] = path.as_posix()
         old_hash = prior.get("content_hash")
