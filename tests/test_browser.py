@@ -190,6 +190,22 @@ def test_no_chromium_is_a_one_line_error_naming_the_install_command(tmp_path, th
                                          for q in srv.requests)  # no page was fetched
 
 
+@needs_browser
+def test_a_chromium_that_cannot_start_is_a_one_line_error(tmp_path, third):
+    broken = tmp_path / "broken-chromium"
+    broken.write_text("#!/bin/sh\necho 'error while loading shared libraries' >&2\nexit 127\n")
+    broken.chmod(0o755)
+    with LocalServer() as srv:
+        serve_site(srv, third.base)
+        cfg = write_config(tmp_path, srv.url("/sitemap.xml"), render="browser",
+                           browser={"executable_path": str(broken)})
+        r = cli(cfg, "crawl", "docs", check=False)
+        assert r.returncode == 1 and "Traceback" not in r.stderr, r.stderr
+        last = r.stderr.strip().splitlines()[-1]
+        assert "cannot start Chromium" in last and "tickets went back to pending" in last, \
+            r.stderr
+
+
 def test_bad_render_settings_are_one_line_errors(tmp_path):
     for settings, words in ((dict(render="js"), "render: expected one of http, browser, "
                                                 "auto"),

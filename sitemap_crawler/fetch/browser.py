@@ -337,7 +337,13 @@ class Browser:
             self._stop_browser()
         if self._browser is None or not self._browser.is_connected():
             self._stop_browser()
-            self._start()
+            try:
+                self._start()
+            except PlaywrightError as e:  # e.g. a Chromium that lacks its libraries
+                self._stop_browser()
+                raise BrowserMissing(f"cannot start Chromium for render: "
+                                     f"{self.settings.render}: "
+                                     f"{str(e).strip().splitlines()[0]}") from None
         page = self._page
         timeout_ms = self.b.timeout * 1000
         wait = self.b.wait
