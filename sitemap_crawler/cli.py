@@ -257,6 +257,7 @@ def _work_site(site: Site, named: bool, workers: int, done: dict[str, dict[str, 
     """One site of :func:`_work_sites`; an exit code when the run must end here."""
     from sitemap_crawler.commands.status import failed_urls
     from sitemap_crawler.commands.work import has_work, run_site, summary, summary_fields
+    from sitemap_crawler.fetch.browser import require_browser
     from sitemap_crawler.protocol.state import StateDir
     from sitemap_crawler.protocol.tickets import TicketQueue
 
@@ -268,6 +269,7 @@ def _work_site(site: Site, named: bool, workers: int, done: dict[str, dict[str, 
         return None
     queue = TicketQueue(state, "cli")
     if has_work(site):
+        require_browser(site.settings)  # render: browser | auto: a one-line error if none
         totals = run_site(Ctx.config_path, site, workers)
         typer.echo(summary(site.name, totals))
         done[site.name] = {**summary_fields(totals),

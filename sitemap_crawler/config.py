@@ -53,6 +53,26 @@ class Filters:
 
 
 @dataclass(frozen=True)
+class Viewport:
+    width: int = 1280
+    height: int = 800
+
+
+@dataclass(frozen=True)
+class BrowserSettings:
+    """``browser:`` settings for ``render: browser | auto`` (fetch/browser.py)."""
+
+    headless: bool = True
+    viewport: Viewport = field(default_factory=Viewport)
+    user_agent: str = ""  # empty: the crawler's user_agent
+    wait: str = "load"  # load | domcontentloaded | networkidle | a CSS selector
+    timeout: Duration = Duration(30)  # per page: navigation and wait together
+    block: tuple[str, ...] = ("image", "font", "media")  # resource types never loaded
+    executable_path: str = ""  # empty: chromium, chromium-browser or google-chrome on PATH
+    restart_every: int = 200  # pages per browser before a fresh one (0: never)
+
+
+@dataclass(frozen=True)
 class Settings:
     base_output_dir: str = "./output"
     user_agent: str = DEFAULT_USER_AGENT
@@ -109,6 +129,9 @@ class Settings:
     # --log-file rotation (global only: one file per machine)
     log_max_size: Size = Size(10 * 1024 * 1024)
     log_backups: int = 5
+    # pages that need JavaScript (fetch/browser.py): http | browser | auto
+    render: str = "http"
+    browser: BrowserSettings = field(default_factory=BrowserSettings)
 
     def delay_for(self, robots_delay: float | None) -> float:
         """robots.txt Crawl-delay if given, else request_delay, clamped (seed 000 §4.4)."""
@@ -119,10 +142,13 @@ class Settings:
 _CHOICES = {
     "on_removed": ("delete", "move", "keep"),
     "crawl_mode": ("full", "incremental", "smart"),
+    "render": ("http", "browser", "auto"),
 }
 _POSITIVE = {"ticket_size", "heartbeat_interval", "heartbeat_timeout", "timeout",
              "connect_timeout", "max_parallel_per_host", "max_file_size", "max_sitemap_size",
              "max_urls_per_sitemap", "max_sitemaps"}
+_POSITIVE |= {"width", "height"}  # browser.viewport
+_BLOCKABLE = ("image", "font", "media", "stylesheet")  # browser.block
 
 
 @dataclass(frozen=True)
@@ -256,6 +282,12 @@ def _build(cls: type, raw: Any, key: str, path: Path, base: Any = None) -> Any:
             raise ConfigError(f"{path}: {sub}: expected one of {', '.join(_CHOICES[k])}, got {v!r}")
         if k in _POSITIVE and values[k] <= 0:
             raise ConfigError(f"{path}: {sub}: must be greater than 0, got {v!r}")
+        if k == "wait" and not values[k].strip():
+            raise ConfigError(f"{path}: {sub}: expected load, domcontentloaded, networkidle "
+                              "or a CSS selector")
+        if k == "block" and (bad := [b for b in values[k] if b not in _BLOCKABLE]):
+            raise ConfigError(f"{path}: {sub}: unknown resource type {bad[0]!r} (known: "
+                              f"{', '.join(_BLOCKABLE)})")
         if k == "scope" and values[k] not in ("host", "subdomains") \
                 and not re.match(r"^https?://[^/\s]+", values[k]):
             raise ConfigError(f"{path}: {sub}: expected host, subdomains or a URL prefix "

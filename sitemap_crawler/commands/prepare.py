@@ -73,7 +73,7 @@ log = logging.getLogger(__name__)
 
 _CARRY = ("etag", "last_modified", "content_hash", "raw_hash", "file_path", "last_crawled",
           "first_seen", "last_changed", "changes_detected", "change_frequency", "size",
-          "validators_lie", "final_url")
+          "validators_lie", "final_url", "rendered")
 # Source kinds that list the whole site; a feed lists recent items only (P1).
 _COMPLETE_KINDS = {"urlset", "sitemapindex", "llms", "text", "robots"}
 PREPARE_WAIT = 3600.0  # seconds a prepare waits for another one on the same site (P2)

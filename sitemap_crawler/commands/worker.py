@@ -21,7 +21,7 @@ import threading
 import time
 from collections import Counter
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -40,6 +40,7 @@ from sitemap_crawler.convert.soft_errors import soft_error
 from sitemap_crawler.discover.links import LinkRules, page_links
 from sitemap_crawler.discover.urls import host_of, normalize_url
 from sitemap_crawler.errors import CrawlError
+from sitemap_crawler.fetch.browser import Browser, BrowserMissing, shell_reason
 from sitemap_crawler.fetch.charset import decode_html
 from sitemap_crawler.fetch.client import Fetcher, FetchResult, http_time
 from sitemap_crawler.frontmatter import read_front_matter
@@ -47,7 +48,7 @@ from sitemap_crawler.protocol import index as url_index
 from sitemap_crawler.protocol.frontier import Frontier
 from sitemap_crawler.protocol.fsutil import atomic_write
 from sitemap_crawler.protocol.heartbeat import Heartbeat, Observer
-from sitemap_crawler.protocol.hostgate import HostGate
+from sitemap_crawler.protocol.hostgate import HostGate, Interrupted
 from sitemap_crawler.protocol.journal import Journal, journal_files, ticket_progress
 from sitemap_crawler.protocol.state import StateDir
 from sitemap_crawler.protocol.tickets import Claimed, TicketQueue
@@ -64,7 +65,7 @@ EMA_ALPHA = 0.3  # weight of the newest observation in change_frequency (seed 00
 
 # Index fields a URL keeps when this visit learns nothing new about its content.
 _CARRY = ("content_hash", "raw_hash", "file_path", "last_changed", "changes_detected",
-          "change_frequency")
+          "change_frequency", "rendered", "render_reason")
 _HISTORY = ("last_changed", "changes_detected", "change_frequency")
 VALIDATORS_LIE = "validators-lie"  # in hosts/<host>/: this host's ETags are not trusted
 
@@ -95,6 +96,7 @@ class _Document:
     content_hash: str
     title: str
     render: Callable[[], str]
+    extra: dict[str, Any] = field(default_factory=dict)  # index fields (rendered: browser)
     root: str = ""  # the element the main content was taken from (convert/content.py)
 
 
@@ -208,6 +210,8 @@ class Worker:
         self.rules = LinkRules(self.s, site.sources) if self.s.follow_links else None
         self._linked: set[str] = set()
         self._folded_at: dict[str, int] | None = None
+        self.browser: Browser | None = None  # started on the first page that needs it
+        self._shell_warned: set[str] = set()  # hosts warned about under render: http
 
     # -- main loop ---------------------------------------------------------------------------
     def run(self) -> Counter[str]:
@@ -232,6 +236,8 @@ class Worker:
                 raise _fatal(e) from e
             raise
         finally:
+            if self.browser is not None:
+                self.browser.close()
             self.fetcher.close()
             # Each ticket's journal records were synced before it completed; a failure to
             # close now must not hide the error that stopped us.
@@ -285,6 +291,8 @@ class Worker:
                     return
                 try:
                     self._run_url(c, entry)
+                except Interrupted:  # a render cut short by a stop: handed back, not failed
+                    continue
                 except (TicketLost, WorkerFatal):
                     raise
                 except OSError as e:
@@ -443,9 +451,11 @@ class Worker:
                 return replace(doc, fields={**carry, **doc.fields})
             return replace(doc, fields={**fetched, **carry, **doc.fields})
         fields: dict[str, Any] = {**fetched, "content_hash": doc.content_hash,
-                                  "title": doc.title}
+                                  "title": doc.title, **doc.extra}
         if doc.root:
             fields["content_root"] = doc.root
+        if prior.get("rendered") and "rendered" not in doc.extra:  # no longer a shell
+            fields.update(rendered=None, render_reason=None)
         path = self._path_for(url, prior)
         fields["file_path"] = path.as_posix()
         old_hash = prior.get("content_hash")
@@ -476,6 +486,10 @@ class Worker:
                 text, url=url, final_url=r.final_url, status=r.status, fetched_at=now,
                 title=title, extra=meta, front_matter_enabled=fm)), []
         html, _enc = decode_html(r.body, r.headers.get("content-type"))
+        html, how = self._render(r, url, html)
+        if isinstance(how, Outcome):
+            return how, []
+        meta.update(how)
         page = html_to_markdown(html, r.final_url)
         header_noindex, header_nofollow = parse_robots_directives(
             r.headers.get("x-robots-tag", ""))
@@ -499,7 +513,8 @@ class Worker:
         return _Document(page.content_hash, page.title or entry.get("title") or "",
                          lambda: render_document(page, url=url, final_url=r.final_url,
                                                  status=r.status, fetched_at=now, extra=meta,
-                                                 front_matter_enabled=fm), page.root), links
+                                                 front_matter_enabled=fm),
+                         extra=how, root=page.root), links
 
     # -- long runs: the server's clock, settings reloaded on SIGHUP ---------------------------
     def _crawled_at(self, r: FetchResult, url: str) -> str:
@@ -528,12 +543,49 @@ class Worker:
             return
         self.site, self.s = site, site.settings
         self.rules = LinkRules(self.s, site.sources) if self.s.follow_links else None
-        self.layout = OutputLayout(site.base_dir, self.s.output, site.name)
+        self.layout = OutputLayout(site.base_dir, self.s.output, site.name,
+                                   tmp_dir=staging_dir(self.state, site.base_dir))
         old = self.fetcher
         self.fetcher = Fetcher(self.s, gate=self.gate, stop=self.stop,
                                allowed_hosts=old.allowed_hosts)
         old.close()
         log.info("worker %s took the reloaded settings", self.wid, extra={"worker": self.wid})
+
+
+    # -- pages that need JavaScript (fetch/browser.py) ---------------------------------------
+    def _render(self, r: FetchResult, url: str,
+                html: str) -> tuple[str, dict[str, Any] | Outcome]:
+        """The HTML to convert: the fetched one, or under ``render: browser`` (and ``auto``
+        for a page that is an empty JavaScript shell) the DOM a headless browser rendered
+        from it; with what the index and front matter record about it."""
+        mode = self.s.render
+        if mode == "browser":
+            why = "render: browser"
+        else:
+            why = shell_reason(html, self.s.min_content_chars)
+            if why is None:
+                return html, {}
+            if mode == "http":
+                host = host_of(url)
+                level = logging.INFO if host in self._shell_warned else logging.WARNING
+                self._shell_warned.add(host)
+                log.log(level, "%s looks like a JavaScript shell (%s): its text needs a "
+                        "browser (set render: auto or render: browser)", url, why,
+                        extra={"worker": self.wid, "url": url})
+                return html, {}
+        if self.browser is None:
+            self.browser = Browser(self.s, self.fetcher, self.stop,
+                                   self.fetcher.allowed_hosts or {host_of(url)})
+        try:
+            res = self.browser.render(r.final_url, r.body, r.headers, r.status)
+        except BrowserMissing as e:
+            raise WorkerFatal(str(e)) from None
+        if res.outcome == "interrupted":
+            raise Interrupted(url)
+        if res.outcome != "ok":
+            reason = res.reason or "render_error"
+            return html, Outcome("failed", None, {"error": reason}, reason)
+        return res.html, {"rendered": "browser", "render_reason": why}
 
     # -- link following (protocol/frontier.py) -----------------------------------------------
     def _links(self, html: str, base_url: str, entry: dict[str, Any]) -> list[str]:

@@ -19,8 +19,9 @@ import yaml
 
 from sitemap_crawler.commands.prepare import prepare
 from sitemap_crawler.commands.work import run_site, summary
-from sitemap_crawler.config import load_config
+from sitemap_crawler.config import Settings, load_config
 from sitemap_crawler.demo import site as demosite
+from sitemap_crawler.fetch.browser import BrowserMissing, require_browser
 
 log = logging.getLogger(__name__)
 
@@ -54,12 +55,13 @@ def run_demo(output: Path, *, workers: int = 4, pages: int = 300,
         port = int(base.rsplit(":", 1)[1].split("/")[0])
         meta_path.write_text(json.dumps({"generation": generation, "port": port}))
         config_path = output / "config.yaml"
+        sources, render = _javascript_section(base)
         config_path.write_text(yaml.safe_dump({
             "settings": {"base_output_dir": str(output), "request_delay": 0,
-                         "max_parallel_per_host": 8, "max_retries": 2,
+                         "max_parallel_per_host": 8, "max_retries": 2, "render": render,
                          "crawl_state": {"ticket_size": 25, "heartbeat_interval": 1,
                                          "heartbeat_timeout": 10}},
-            "sites": [{"name": "demo", "source": f"{base}/", "base_dir": "markdown"}],
+            "sites": [{"name": "demo", "sources": sources, "base_dir": "markdown"}],
         }, sort_keys=False))
         cfg = load_config(config_path)
         s = cfg.site("demo")
@@ -74,7 +76,23 @@ def run_demo(output: Path, *, workers: int = 4, pages: int = 300,
         typer.echo(f"the demo server answered {st.ok} x 200 and {st.not_modified} x 304 "
                    f"({st.bytes_sent / 1e6:.1f} MB of bodies)")
     typer.echo(f"markdown is in {s.base_dir}  (state: {s.state_dir})")
+    if render == "auto":
+        typer.echo(f"the JavaScript-rendered pages ({demosite.APP_SCRIPT.rsplit('/', 1)[0]}/) "
+                   "were rendered in headless Chromium: see rendered: browser in their front "
+                   "matter")
     if generation == 0:
         typer.echo("run `sitemap-crawler demo` again: the site changes a little and the second "
                    "crawl is incremental")
     return 0
+
+
+def _javascript_section(base: str) -> tuple[list[str], str]:
+    """The sources and render mode: with a browser installed the JavaScript-rendered section
+    (its own sitemap) is crawled with ``render: auto``; without one it is left out, saying
+    so."""
+    try:
+        require_browser(Settings(render="auto"))
+    except BrowserMissing as e:
+        typer.echo(f"note: skipping the demo's JavaScript-rendered pages: {e}")
+        return [f"{base}/"], "http"
+    return [f"{base}/", f"{base}{demosite.APP_SITEMAP}"], "auto"

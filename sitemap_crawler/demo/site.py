@@ -23,6 +23,7 @@ import email.utils
 import gzip
 import hashlib
 import html
+import json
 import random
 import re
 import threading
@@ -240,6 +241,57 @@ def _httpdate(t: datetime) -> str:
 
 def _w3c(t: datetime) -> str:
     return t.astimezone(UTC).replace(microsecond=0).isoformat().replace("+00:00", "Z")
+
+
+# --------------------------------------------------------------------------------------------
+# A JavaScript-rendered section (render: browser | auto): empty shells whose text app.js writes
+# from the JSON each page carries.  Listed only in its own sitemap, which is not in the sitemap
+# index: the demo adds it as a source when a browser is installed (demo/run.py), so the rest of
+# the site, and everything the tests count on it, is the same with or without one.
+# --------------------------------------------------------------------------------------------
+APP_SITEMAP = "/sitemap-app.xml"
+APP_SCRIPT = "/app/app.js"
+APP_PAGES: dict[str, tuple[str, tuple[str, ...]]] = {
+    "/app/index.html": ("Acme Console", (
+        "The Acme Console is a single-page application: the server sends an empty shell and "
+        "this text is written by JavaScript in your browser.",
+        "A crawler that only reads the HTML sees nothing here; sitemap-crawler with render: "
+        "auto notices the empty shell and renders the page in headless Chromium.")),
+    "/app/dashboards.html": ("Dashboards", (
+        "Dashboards show the crawl rate, the share of pages answered 304 and the hosts that "
+        "are blocked right now, refreshed every five seconds.",
+        "Each panel can be pinned, resized and exported as a PNG or as the JSON it is drawn "
+        "from.")),
+    "/app/alerts.html": ("Alerts", (
+        "An alert fires when a host keeps failing after its retries: the console lists the "
+        "URLs, the last status and when the host will be tried again.",
+        "Alerts are sent by e-mail or to a webhook; quiet hours hold them until morning.")),
+}
+_APP_JS = b"""// Acme Console: renders the page from its JSON (a demo of a JavaScript-only page)
+(function () {
+  var data = JSON.parse(document.getElementById('page-data').textContent);
+  var root = document.getElementById('root');
+  var html = '<nav class="app-nav">' + data.nav.map(function (n) {
+    return '<a href="' + n[0] + '">' + n[1] + '</a>';
+  }).join(' | ') + '</nav><main><article><h1>' + data.title + '</h1>';
+  data.paragraphs.forEach(function (p) { html += '<p>' + p + '</p>'; });
+  root.innerHTML = html + '</article></main>';
+  document.title = data.title + ' - Acme Console';
+})();
+"""
+
+
+def _app_shell(path: str) -> bytes:
+    title, paragraphs = APP_PAGES[path]
+    data = json.dumps({"title": title, "paragraphs": paragraphs,
+                       "nav": [[p, t] for p, (t, _) in APP_PAGES.items()]})
+    data = data.replace("<", "\\u003c")  # no "</script>" inside the script
+    return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+            f"<title>{html.escape(title)} - Acme Console</title></head>\n<body>\n"
+            "<noscript>You need to enable JavaScript to run the Acme Console.</noscript>\n"
+            "<div id=\"root\"></div>\n"
+            f"<script id=\"page-data\" type=\"application/json\">{data}"
+            f"</script>\n<script src=\"{APP_SCRIPT}\"></script>\n</body></html>\n").encode()
 
 
 def _etag(*parts: bytes) -> str:
@@ -875,6 +927,20 @@ class DemoSite:
         return "\n".join(lines) + "\n"
 
     # --- HTTP resources ----------------------------------------------------------------------
+    def _app_resource(self, path: str, base_url: str) -> Resource:
+        """The JavaScript-rendered section: its sitemap, its script, its shells."""
+        epoch = self._u.epoch
+        if path == APP_SITEMAP:
+            body = ('<?xml version="1.0" encoding="UTF-8"?>\n<urlset xmlns="http://www.sitemaps'
+                    '.org/schemas/sitemap/0.9">\n' + "".join(
+                        f"<url><loc>{base_url}{p}</loc><lastmod>{_w3c(epoch)}</lastmod></url>\n"
+                        for p in APP_PAGES) + "</urlset>\n").encode()
+            return Resource(200, "application/xml", body, _etag(body), epoch)
+        if path == APP_SCRIPT:
+            return Resource(200, "text/javascript", _APP_JS, _etag(_APP_JS), epoch)
+        body = _app_shell(path)
+        return Resource(200, "text/html; charset=utf-8", body, _etag(body), epoch)
+
     def resource(self, path: str, base_url: str, clock: str | None = None) -> Resource:
         """What the server answers for ``path`` (query and fragment already stripped)."""
         if path == "/robots.txt":
@@ -891,6 +957,8 @@ class DemoSite:
                 body = gzip.compress(self.sitemap_blog(base_url), mtime=0)
                 ctype, pages = "application/gzip", blog
             return Resource(200, ctype, body, _etag(body), max(p.lastmod for p in pages))
+        if path in (APP_SITEMAP, APP_SCRIPT) or path in APP_PAGES:
+            return self._app_resource(path, base_url)
         if path == "/llms.txt":
             body = self.llms_txt(base_url).encode()
             return Resource(200, "text/plain; charset=utf-8", body, _etag(body), self._u.epoch)

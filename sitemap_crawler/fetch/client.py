@@ -394,6 +394,18 @@ class Fetcher:
             lease.release()
 
     @contextlib.contextmanager
+    def lease_for(self, url: str) -> Iterator[Lease]:
+        """A lease on ``url``'s host for requests this Fetcher does not send itself (a
+        browser's navigation, fetch/browser.py): host blocks, patience and robots.txt's
+        Crawl-delay hold as for our own requests (F1, F2, F4)."""
+        host = host_key(url)
+        self._wait_for_host(host)
+        s = self.settings
+        delay = s.delay_for(self.robots.crawl_delay(url) if s.respect_robots_txt else None)
+        with self._lease(host, delay) as lease:
+            yield lease
+
+    @contextlib.contextmanager
     def _robots_guard(self, url: str) -> Iterator[Lease]:
         """robots.txt requests obey blocks and the gate too (R5).  The Crawl-delay is not
         known yet: the lease starts with the configured delay and RobotsCache raises it to
