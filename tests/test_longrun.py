@@ -211,8 +211,9 @@ def test_sighup_reloads_a_good_config_refuses_a_bad_one_and_leaves_no_orphans(tm
         # a URL started before the reload may still go out with the old agent (it can wait
         # its turn at the host gate for a while): at most one per worker; after that, none
         first_new = agents.index("agent-two")
+        # (seen: one worker's in-flight URL waited at the gate while the other sent 20+, so
+        # "the last N are all new" is not a promise; "one old request per worker" is)
         assert agents[first_new:].count("agent-one") <= 2, "".join(a[-1] for a in agents)
-        assert set(agents[-20:]) == {"agent-two"}
         assert len({r.path for r in srv.requests if r.path.startswith("/docs/")}) == 60
     refusals = [line for line in err.splitlines() if "config not reloaded" in line]
     assert len(refusals) == 1 and "invalid YAML" in refusals[0], err
