@@ -29,7 +29,7 @@ Design (written before the code; the invariants are F1-F5):
   stops, so the links of its last page are never left behind; if it is killed first, the
   next ``work``/``prepare``/``crawl`` folds them.
 * **Depth and caps (F4).**  A link's depth is its page's depth + 1; pages at ``max_depth``
-  record no links.  ``max_urls_per_site`` caps the index entries the frontier adds.
+  record no links.  The frontier adds no URL once the index holds ``max_urls_per_site`` entries.
 * **Re-crawls (F5).**  Known pages are revalidated with conditional GETs through prepare (the
   index remembers each URL's depth); a 304 has no body and so no links, which is right: an
   unchanged page links to what was already found.  New pages are found on changed pages.
