@@ -71,7 +71,7 @@ _EMPTY: dict[str, Any] = dict.fromkeys(COLUMNS, "") | dict.fromkeys(_INT_COLUMNS
 
 def index_row(url: str, e: dict[str, Any], base_dir: Path) -> dict[str, Any]:
     """One url-index.json entry as a row: outcome and reason from what the worker recorded."""
-    outcome, reason = _outcome(e)
+    outcome, reason = outcome_reason(e)
     file_path = e.get("file_path") or ""
     if file_path and outcome == "removed" and not (base_dir / file_path).exists():
         file_path = ""  # deleted (or moved aside) with the page
@@ -86,7 +86,9 @@ def index_row(url: str, e: dict[str, Any], base_dir: Path) -> dict[str, Any]:
     }
 
 
-def _outcome(e: dict[str, Any]) -> tuple[str, str]:
+def outcome_reason(e: dict[str, Any]) -> tuple[str, str]:
+    """(outcome, reason) of an index entry or a journal record, as the table says them: the
+    one mapping from what the worker recorded, shared by export and the crawl report."""
     kind = str(e.get("outcome") or "")
     if e.get("removed"):
         return "removed", str(e.get("removed_reason") or "")

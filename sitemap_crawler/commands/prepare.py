@@ -380,9 +380,8 @@ class _Prepare:
         """URLs found by following links on earlier crawls: due again like any other."""
         for url, e in idx.items():
             if "depth" in e and not e.get("removed") and normalize_url(url) not in self.seen:
-                self.res.found -= 1  # not found by discovery: do not count it as found
                 self._admit(Entry(url, None, None, None, source="links"), idx, planner,
-                            tickets, depth=int(e["depth"]))
+                            tickets, depth=int(e["depth"]), discovered=False)
 
     def _mark_queued(self, entries: list[dict[str, Any]]) -> None:
         """Before their tickets exist: the index knows these URLs, so the frontier does not
@@ -425,10 +424,10 @@ class _Prepare:
         return full
 
     def _admit(self, e: Entry, idx: dict[str, dict[str, Any]], planner: Planner,
-               tickets: _Tickets, depth: int = 0) -> None:
+               tickets: _Tickets, depth: int = 0, discovered: bool = True) -> None:
         """One discovered URL: filtered, duplicate, queued, fresh, over the cap, or a ticket."""
         res = self.res
-        res.found += 1
+        res.found += discovered  # a URL known from earlier link following is not "found"
         url = e.url
         key = normalize_url(url)
         if self.filtering:

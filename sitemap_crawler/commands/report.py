@@ -17,6 +17,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+from sitemap_crawler.commands.export import outcome_reason
 from sitemap_crawler.fetch.client import host_key
 from sitemap_crawler.protocol.fsutil import atomic_write
 from sitemap_crawler.protocol.hostgate import BLOCK_FILE, safe_host
@@ -30,20 +31,6 @@ _PUSHBACK = {"http_429": "rate_limited", "http_503": "unavailable", "robots": "r
              "http_403": "forbidden", "host_gave_up": "gave_up"}
 
 
-def reason_of(rec: dict[str, Any]) -> str:
-    """Why a URL came to its outcome ('' for a page written or unchanged by hash)."""
-    outcome = str(rec.get("outcome") or "")
-    if outcome.startswith("skipped:"):
-        return outcome.split(":", 1)[1]
-    if outcome == "unchanged_304":
-        return "not_modified"
-    if outcome == "failed":
-        return str(rec.get("error") or "error")
-    if outcome in ("failed_permanent", "removed", "gone"):
-        return f"http_{rec['status_code']}" if rec.get("status_code") else "permanent"
-    return ""
-
-
 def build(state: StateDir, site: str, totals: dict[str, Any]) -> dict[str, Any]:
     """The report of the records in the journals now, with this crawl's ``totals``."""
     last: dict[str, tuple[str, str, str]] = {}  # url -> (outcome, reason, host)
@@ -54,7 +41,8 @@ def build(state: StateDir, site: str, totals: dict[str, Any]) -> dict[str, Any]:
             url = rec.get("url")
             if not isinstance(url, str):
                 continue
-            last[url] = (str(rec.get("outcome") or "unknown"), reason_of(rec), host_key(url))
+            reason = outcome_reason(rec)[1]
+            last[url] = (str(rec.get("outcome") or "unknown"), reason, host_key(url))
             status = int(rec.get("status_code") or 0)
             _keep(slow, (float(rec.get("elapsed") or 0), url, status))
             _keep(large, (int(rec.get("bytes") or 0), url, status))
