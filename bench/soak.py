@@ -24,7 +24,8 @@ After the schedule a final ``crawl --workers 2`` on machine A must exit 0 (``res
   matter names it, and no .md names anything else;
 * ``torn_md``: every .md has front matter and ends with its page's end marker;
 * ``tmp_left``: no ``.tmp-*`` file is left in the markdown tree;
-* ``index_invalid`` / ``index_lost``: url-index.json is valid JSON with an entry for every URL;
+* ``index_invalid`` / ``index_lost``: the url-index (base and segments) reads, with an entry for
+  every URL;
 * ``tickets_left``: nothing is left in pending/, claimed/ or failed/;
 * ``final_exit``: the final crawl exited 0; ``status_exit``: every ``status --json`` exited 0
   with JSON on stdout; ``timeout``: the trial overran its bound (everything killed);
@@ -65,7 +66,10 @@ from typing import Any
 
 import yaml
 
+from sitemap_crawler.errors import CrawlError
 from sitemap_crawler.frontmatter import read_front_matter
+from sitemap_crawler.protocol import index as url_index
+from sitemap_crawler.protocol.state import StateDir
 
 NETFS = Path(os.environ.get("NETFS_DIR", os.path.join(os.environ.get("TMPDIR", "/tmp"),
                                                         "netfs")))
@@ -568,10 +572,8 @@ class Trial:
         for u in set(owners) - want:
             self.violate("stray_md", {u: owners[u]})
         try:
-            idx = json.loads((self.state / "url-index.json").read_bytes())
-            if not isinstance(idx, dict):
-                raise ValueError("not an object")
-        except (OSError, ValueError) as e:
+            idx = url_index.load_view(StateDir(self.state))  # base + segments
+        except (OSError, ValueError, CrawlError) as e:
             self.violate("index_invalid", str(e))
             idx = {}
         lost = [u for u in urls if u not in idx]

@@ -11,6 +11,9 @@ from typing import Any
 import yaml
 from httpserver import LocalServer, Response
 
+from sitemap_crawler.protocol import index as url_index
+from sitemap_crawler.protocol.state import StateDir
+
 PAGE = """<!doctype html><html lang="en"><head><meta charset="utf-8"><title>{title}</title></head>
 <body><header><nav><a href="/">Home</a> <a href="/docs/">Docs</a></nav></header>
 <nav class="sidebar"><ul>{sidebar}</ul></nav>
@@ -87,3 +90,8 @@ def on_two_machines(tmp: Path, a: Path, b: Path, make: Callable[[Path, Path], Pa
         _, err = p.communicate(timeout=timeout)
         assert p.returncode == 0, err
     return cfg_a
+
+
+def read_index(state_root: Path) -> dict[str, dict[str, Any]]:
+    """The url-index as the crawler sees it: the base with its segments folded in."""
+    return url_index.load_view(StateDir(state_root))

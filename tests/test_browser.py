@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 import yaml
 from httpserver import LocalServer, Response, fail_then
-from sites import cli, popen_cli, write_config
+from sites import cli, popen_cli, read_index, write_config
 from waiting import wait_until
 
 from sitemap_crawler.fetch.browser import CHROMIUM_NAMES, shell_reason
@@ -118,7 +118,7 @@ def pages(out: Path) -> dict[str, tuple[dict, str]]:
 
 
 def index(out: Path) -> dict[str, dict]:
-    return json.loads((out / ".crawl-state" / "docs" / "url-index.json").read_text())
+    return read_index(out / ".crawl-state" / "docs")
 
 
 def subdir(tmp: Path, name: str) -> Path:

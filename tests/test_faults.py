@@ -10,11 +10,11 @@ from pathlib import Path
 
 import pytest
 from httpserver import Response, fail_then
-from sites import cli, doc_site, page_html, write_config
+from sites import cli, doc_site, page_html, read_index, write_config
 
 
 def index(out: Path) -> dict:
-    return json.loads((out / ".crawl-state" / "docs" / "url-index.json").read_text())
+    return read_index(out / ".crawl-state" / "docs")
 
 
 def test_misbehaving_server_then_resume(server, tmp_path):

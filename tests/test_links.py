@@ -4,7 +4,6 @@ machines (two mounts of a real SMB share) and a kill -9."""
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 import time
@@ -15,7 +14,7 @@ import pytest
 import yaml
 from httpserver import Response
 from linksite import page, tree_site
-from sites import cli, on_two_machines, popen_cli, write_config
+from sites import cli, on_two_machines, popen_cli, read_index, write_config
 
 
 def follow_config(tmp: Path, source: str, *, out: Path | None = None, **site: object) -> Path:
@@ -36,7 +35,7 @@ def _discovery_probe(path: str) -> bool:
 
 
 def index(out: Path) -> dict:
-    return json.loads((out / ".crawl-state" / "docs" / "url-index.json").read_text())
+    return read_index(out / ".crawl-state" / "docs")
 
 
 def written(out: Path) -> dict[str, str]:

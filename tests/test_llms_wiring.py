@@ -3,11 +3,9 @@
 
 from __future__ import annotations
 
-import json
-
 import yaml
 from httpserver import Response
-from sites import cli, page_html, write_config
+from sites import cli, page_html, read_index, write_config
 
 LLMS = """# Docs
 
@@ -39,7 +37,7 @@ def test_md_twins_are_fetched_first_and_optional_links_are_marked(server, tmp_pa
     cfg = write_config(tmp_path, server.url("/llms.txt"), markdown_twins=True)
     cli(cfg, "crawl", "docs", "--workers", "1")
     out = tmp_path / "out"
-    idx = json.loads((out / ".crawl-state" / "docs" / "url-index.json").read_text())
+    idx = read_index(out / ".crawl-state" / "docs")
     intro = idx[server.url("/docs/intro.html")]
     assert intro["final_url"] == server.url("/docs/intro.html.md")
     md = out / "md" / intro["file_path"]

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 import yaml
 from httpserver import LocalServer, Response, fail_then
-from sites import cli, doc_site, page_html, popen_cli, write_config
+from sites import cli, doc_site, page_html, popen_cli, read_index, write_config
 from waiting import wait_until
 
 
@@ -264,7 +264,7 @@ def test_server_date_is_the_crawl_time_when_sane(tmp_path, offset, used):
         t0 = time.time()
         cli(cfg, "--log-file", str(log), "crawl", "docs", "-w", "1")
         t1 = time.time()
-    idx = json.loads((state_dir(tmp_path / "out") / "url-index.json").read_text())
+    idx = read_index(state_dir(tmp_path / "out"))
     assert len(idx) == 3
     for entry in idx.values():
         meta = _front_matter(tmp_path / "out" / "md" / entry["file_path"])

@@ -12,11 +12,11 @@ from pathlib import Path
 
 import yaml
 from httpserver import Request, Response
-from sites import cli, doc_site, page_html, write_config
+from sites import cli, doc_site, page_html, read_index, write_config
 
 
 def index(out: Path) -> dict:
-    return json.loads((out / ".crawl-state" / "docs" / "url-index.json").read_text())
+    return read_index(out / ".crawl-state" / "docs")
 
 
 def md_files(out: Path) -> dict[str, str]:

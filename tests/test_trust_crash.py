@@ -9,7 +9,7 @@ import signal
 from pathlib import Path
 
 import pytest
-from sites import cli, doc_site, popen_cli, write_config
+from sites import cli, doc_site, popen_cli, read_index, write_config
 from test_work import page_hits, state_dir
 from waiting import wait_until as wait_for
 
@@ -74,7 +74,7 @@ def test_after_kill_9_the_next_command_redoes_only_urls_in_flight(server, tmp_pa
     hits = page_hits(server)
     refetched = [u for u in done if hits[u[len(server.base):]] > before[u[len(server.base):]]]
     assert refetched == [], f"{len(refetched)} finished URLs fetched again after {next_command}"
-    idx = json.loads((state_dir(out) / "url-index.json").read_text())
+    idx = read_index(state_dir(out))
     assert sorted(idx) == sorted(urls)
     # every URL was fetched once, plus at most the one that was in flight at the kill
     assert sum(hits.values()) <= len(urls) + 1, hits
@@ -92,7 +92,7 @@ def test_n_crashes_leave_no_files_behind_once_reclaimed_and_merged(server, tmp_p
     # every crash left its heartbeat and its journal (and the tickets it held)
     assert len(list((st / "workers").iterdir())) >= crashes
     cli(cfg, "crawl", "docs", "-w", "1")
-    assert sorted(json.loads((st / "url-index.json").read_text())) == sorted(urls)
+    assert sorted(read_index(st)) == sorted(urls)
     assert os.listdir(st / "workers") == []
     assert os.listdir(st / "journal") == []
     assert os.listdir(st / "tickets" / "claimed") == []

@@ -17,7 +17,7 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-from sites import cli, doc_site, write_config
+from sites import cli, doc_site, read_index, write_config
 
 from sitemap_crawler.protocol.heartbeat import Observer, pid_alive
 from sitemap_crawler.protocol.state import (
@@ -115,5 +115,5 @@ def test_two_machines_sharing_a_first_label_do_not_kill_each_others_work(server,
     assert sorted(TicketName.parse(n).ticket_id for n in done) == sorted(
         {TicketName.parse(n).ticket_id for n in done})
     assert not list(workers.glob("*.dead"))
-    idx = json.loads((out / ".crawl-state" / "docs" / "url-index.json").read_text())
+    idx = read_index(out / ".crawl-state" / "docs")
     assert sorted(idx) == sorted(urls)

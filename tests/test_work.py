@@ -12,7 +12,7 @@ from urllib.parse import urlsplit
 
 import pytest
 import yaml
-from sites import cli, doc_site, on_two_machines, popen_cli, write_config
+from sites import cli, doc_site, on_two_machines, popen_cli, read_index, write_config
 from waiting import wait_until
 
 from sitemap_crawler.protocol.heartbeat import read_heartbeat
@@ -49,7 +49,7 @@ def assert_pages_fetched(server, urls: list[str], twice_at_most: int = 0) -> Non
 
 
 def assert_all_crawled(out: Path, urls: list[str]) -> dict:
-    idx = json.loads((state_dir(out) / "url-index.json").read_text())
+    idx = read_index(state_dir(out))
     missing = [u for u in urls if u not in idx]
     assert not missing, f"{len(missing)} URLs missing from url-index.json"
     for u in urls:

@@ -4,8 +4,8 @@ One row per URL: those in url-index.json (crawled, skipped, failed, removed, or 
 not crawled yet) and those prepare left out (``excluded.jsonl`` in the state directory:
 filter, duplicate, other_host, invalid, over_limit).  A URL in both is one row, the index's.
 Rows stream from the files to the writer, so a million URLs never sit in memory at once
-(the index is read entry by entry, :func:`protocol.index.iter_entries`; a 64-bit hash per
-URL remembers what was written).
+(the index's base is read entry by entry and its segments folded in,
+:func:`protocol.index.iter_view`; a 64-bit hash per URL remembers what was written).
 
 Columns (stable; DuckDB and pandas read every format as is)::
 
@@ -30,7 +30,7 @@ from sitemap_crawler.config import Site
 from sitemap_crawler.discover.urls import UrlSet
 from sitemap_crawler.errors import UserError
 from sitemap_crawler.protocol.frontier import QUEUED
-from sitemap_crawler.protocol.index import iter_entries
+from sitemap_crawler.protocol.index import iter_view
 from sitemap_crawler.protocol.state import StateDir
 
 COLUMNS = ("url", "outcome", "reason", "status_code", "title", "file_path", "content_hash",
@@ -57,7 +57,7 @@ def rows(site: Site) -> Iterator[dict[str, Any]]:
     """Every row, the index's first, then the URLs prepare left out that the index lacks."""
     state = StateDir(site.state_dir)
     written = UrlSet()
-    for url, entry in iter_entries(state.index_path):
+    for url, entry in iter_view(state):
         written.add(url)
         yield index_row(url, entry, site.base_dir)
     for rec in _excluded(state):

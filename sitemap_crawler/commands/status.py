@@ -12,6 +12,8 @@ from pathlib import Path
 from typing import Any
 
 from sitemap_crawler.config import Site
+from sitemap_crawler.errors import CrawlError
+from sitemap_crawler.protocol import index as url_index
 from sitemap_crawler.protocol.heartbeat import Observer, read_heartbeat
 from sitemap_crawler.protocol.journal import journal_files, read_journal
 from sitemap_crawler.protocol.state import StateDir
@@ -90,11 +92,9 @@ def site_status(site: Site, watch: float = 0.0) -> dict[str, Any]:
 
 
 def _count_index(state: StateDir) -> int | None:
-    import json
-
+    """The index's URL count from its figures file and segments, not from parsing a base of
+    a million entries (protocol/index.py count)."""
     try:
-        return len(json.loads(state.index_path.read_bytes()))
-    except FileNotFoundError:
-        return 0
-    except ValueError:
+        return url_index.count(state)
+    except CrawlError:
         return None

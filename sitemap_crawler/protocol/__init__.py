@@ -34,10 +34,12 @@ G1-G7   per-host politeness tokens renamed between ``.free`` and        hostgate
         ``.held.<worker>.<nonce>``; block files without absolute time
 J       one append-only journal per worker, fsynced before a ticket     journal.py
         completes; nobody else writes it
-I1, J2  url-index.json read and written only under the index lock,      index.py
-        written atomically; a journal deleted only after the index
-        that holds it is in place and while no ticket is claimed
-        under its worker's id
+I1-I4,  the url-index (a base + segments) written only under the       index.py
+J2      index lock, each file atomically; a segment deleted only after
+        a base holding it is in place; which segments exist is a list
+        file read by path, never a listing; a journal deleted only
+        after the segment that holds it is in place and while no
+        ticket is claimed under its worker's id
 S1      a file replaced by rename (index, manifest) is read until it     fsutil.py
         parses: a share's client may serve the old size for seconds
 F1-F5   link following: only the index lock holder turns links into     frontier.py

@@ -1,30 +1,55 @@
-"""url-index.json: what the last crawls learnt about every URL, for incremental re-crawls.
+"""url-index.json and its segments: what the last crawls learnt about every URL.
 
-Format (roadmap v0.4.0, extended)::
+Format (roadmap v0.4.0, extended): a **base** file and **segments** beside it::
 
-    {"https://host/page": {"last_modified": "...", "etag": "\\"abc\\"",
-                            "content_hash": "sha256:...", "raw_hash": "sha256:...",
-                            "status_code": 200, "last_crawled": "2026-11-21T12:00:00Z",
+    url-index.json        {"https://host/page": {"last_modified": "...", "etag": "\\"abc\\"",
+                            "content_hash": "sha256:...", "status_code": 200,
+                            "last_crawled": "2026-11-21T12:00:00Z",
                             "file_path": "host/page.md", "outcome": "new", ...}}
+    url-index.d/00000007-<writer>.jsonl   one record per line: {"url": ..., <entry fields>}
+    url-index.segments.json   {"segments": ["00000007-<writer>.jsonl", ...], "base_entries": N}
 
-Workers never rewrite this file: they append to their own journals (journal.py), and
-:func:`merge` folds the journals in under a cross-machine RenameLock, writes the index
-atomically (tmp + rename), and only then deletes journals of workers that are gone.  So the
-cost per URL does not grow with the index, two machines never lose each other's updates, and
-a crash leaves either the old or the new index, never a torn one.  A corrupt index found at
-start is reported and rebuilt from what survives (the journals and the front matter of the
-markdown files), never silently dropped.
+The index is the base with every segment's records folded over it in name order, each
+through :func:`apply` (the newest crawl of a URL wins, fields merge), exactly as the journals
+used to be folded into the one file.  Why segments: a single file rewritten on every merge
+made a crawl that changed 1,000 pages of a 1,000,000-URL site pay for the whole index (about
+250 MB) in time, memory and bytes over NFS/SMB.  Now a merge writes only what the crawl
+learnt, and the base is rewritten (**compacted**) only when the segments reach half its size
+(so the cost per record stays constant, amortised), when there are more than
+:data:`MAX_SEGMENTS` of them (they are then combined into one segment, not into the base),
+or when a change that is not a crawl result (tombstones, :func:`update`) needs it.  Both
+files stay plain JSON / JSON lines a person can read; ``export`` gives the folded view.  An
+index written by an earlier version is just a base without segments.
+
+Workers never write the index: they append to their own journals (journal.py), and
+:func:`merge` folds the journals in under a cross-machine RenameLock.  A corrupt base found
+at start is reported and rebuilt from what survives (the journals, the segments and the
+front matter of the markdown files), never silently dropped.
 
 Invariants:
 
-* I1. url-index.json is read for a merge and written only under the index RenameLock
-  (fsutil L1-L4), and the write is abandoned if the lock was lost meanwhile
-  (``before_replace=lock.check``): a merge slower than ``heartbeat_timeout`` keeps its lock
-  because the lock beats (L2), and a holder that was paused past it and lost the lock fails
-  with one line instead of overwriting a newer index.  Even with no journal to fold, the
-  index is read under the lock: on SMB a replace is not atomic, and an index read as
-  "missing" between the two steps would look like a first crawl.
-* J2. A journal is deleted only after the index holding its records is in place, when its
+* I1. The index (base and segments) is written only under the index RenameLock (fsutil
+  L1-L4), every file atomically (tmp + rename), and each write is abandoned if the lock was
+  lost meanwhile (``before_replace=lock.check``): a merge slower than ``heartbeat_timeout``
+  keeps its lock because the lock beats (L2), and a holder that was paused past it and lost
+  the lock fails with one line instead of overwriting a newer index.  Even with no journal to
+  fold, the index is read under the lock by writers: on SMB a replace is not atomic, and an
+  index read as "missing" between the two steps would look like a first crawl.
+* I2. A segment is deleted only after a base or a combined segment holding its records is in
+  place, and only a segment that the writer *read* (a name another machine's listing does not
+  show yet is never deleted unread).  A crash in between leaves records folded twice, which
+  :func:`apply` makes harmless (the same record again changes nothing).
+* I3. Readers without the lock (export, status, ``--dry-run``) read the segment list, the
+  base, then the segments; a segment gone meanwhile means a compaction replaced the base under
+  them, and the whole read starts again.
+* I4. Which segments exist is what ``url-index.segments.json`` says, never a directory
+  listing: on sshfs another mount's listing shows a new name ~20 s late (and a deleted one
+  as long), so a listing could hide a segment (a view without its records, the frontier
+  ticketing a link twice) or show one that a compaction already folded.  The list is replaced
+  atomically and read by path (S1), so it is as fresh as the base.  A segment is written
+  before the list names it and taken off the list before it is deleted; an unlisted file is
+  the leftover of a killed writer, deleted by the next compaction.
+* J2. A journal is deleted only after the segment holding its records is in place, when its
   worker is gone (closed journal, or ``is_gone``), **and while no ticket is claimed under
   that worker's id** (``claimed/*_<w>.json``): the reclaimer (tickets.py T5) reads the
   progress of a dead worker's ticket from its journal, so deleting it first would make the
@@ -43,7 +68,10 @@ import contextlib
 import json
 import logging
 import os
+import secrets
+import time
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -52,20 +80,34 @@ import orjson
 from sitemap_crawler.errors import CrawlError
 from sitemap_crawler.frontmatter import read_front_matter
 from sitemap_crawler.protocol.frontier import Frontier
-from sitemap_crawler.protocol.fsutil import RenameLock, atomic_write, read_settled, unlink_quiet
+from sitemap_crawler.protocol.fsutil import (
+    RenameLock,
+    atomic_write,
+    read_settled,
+    unlink_quiet,
+)
 from sitemap_crawler.protocol.heartbeat import proven_dead
 from sitemap_crawler.protocol.journal import journal_files, owner_of, read_journal
 from sitemap_crawler.protocol.state import StateDir
 from sitemap_crawler.protocol.tickets import claimed_owners
+from sitemap_crawler.timestamps import utcnow
 
 log = logging.getLogger(__name__)
+
+Index = dict[str, dict[str, Any]]
 
 # Fields a journal record carries that are about the crawl, not about the URL.
 _TRANSIENT = {"ticket", "final", "worker", "elapsed", "attempts", "links"}
 
+SEGMENT_DIR = "url-index.d"
+LIST_FILE = "url-index.segments.json"
+# More segments than this are combined into one (a bound on the files a long run leaves).
+MAX_SEGMENTS = 32
+_READ_TRIES = 20
 
-def load(path: Path) -> dict[str, dict[str, Any]]:
-    """The index; raises CrawlError (one line) if the file exists but is not a valid index."""
+
+def load(path: Path) -> Index:
+    """The base file; raises CrawlError (one line) if it exists but is not a valid index."""
     try:
         data = read_settled(path, orjson.loads)  # S1: a share may serve a stale size
     except FileNotFoundError:
@@ -77,22 +119,124 @@ def load(path: Path) -> dict[str, dict[str, Any]]:
     return data
 
 
-def load_or_rebuild(state: StateDir, output_dir: Path | None) -> dict[str, dict[str, Any]]:
-    """The index, or — if it is corrupt — a rebuild from front matter, with a warning."""
+def segment_dir(state: StateDir) -> Path:
+    return state.root / SEGMENT_DIR
+
+
+def _read_list(state: StateDir) -> dict[str, Any]:
+    """The segment list (I4); missing: an index without segments (or none at all)."""
+    path = state.root / LIST_FILE
     try:
-        return load(state.index_path)
+        data = read_settled(path, orjson.loads)
+    except FileNotFoundError:
+        return {"segments": []}
+    except orjson.JSONDecodeError as e:
+        raise CrawlError(f"{path}: corrupt url-index segment list ({e})") from None
+    if not isinstance(data, dict) or not isinstance(data.get("segments"), list):
+        raise CrawlError(f"{path}: corrupt url-index segment list")
+    return data
+
+
+def segment_files(state: StateDir) -> list[Path]:
+    """The live segments, oldest first, as the segment list names them (never a listing)."""
+    d = segment_dir(state)
+    return [d / str(n) for n in _read_list(state)["segments"]]
+
+
+def _write_list(state: StateDir, segments: list[Path], check: Callable[[], None],
+                base_entries: int | None = None) -> None:
+    old = _read_list(state)
+    data = {"segments": [p.name for p in segments],
+            "base_entries": old.get("base_entries") if base_entries is None else base_entries,
+            "updated_at": utcnow()}
+    atomic_write(state.root / LIST_FILE, orjson.dumps(data), before_replace=check)
+
+
+def read_segment(path: Path) -> list[dict[str, Any]]:
+    """A segment's records; FileNotFoundError passes (a compaction took it, I3)."""
+    def parse(raw: bytes) -> list[dict[str, Any]]:
+        out = []
+        for line in raw.splitlines():
+            if line.strip():
+                rec = orjson.loads(line)
+                if not isinstance(rec, dict) or not isinstance(rec.get("url"), str):
+                    raise ValueError("not a record")
+                out.append(rec)
+        return out
+    try:
+        return read_settled(path, parse)
+    except ValueError as e:  # written atomically by us: a bad one was not written by us
+        raise CrawlError(f"{path}: corrupt url-index segment ({e})") from None
+
+
+def apply(idx: Index, rec: dict[str, Any]) -> None:
+    """Fold one record in: the newest crawl of a URL wins (records are idempotent)."""
+    url = rec["url"]
+    old = idx.get(url)
+    if old is not None and (old.get("last_crawled") or "") > (rec.get("last_crawled") or ""):
+        return
+    entry = {k: v for k, v in rec.items() if k not in _TRANSIENT and k != "url"}
+    if old:
+        merged = dict(old)
+        merged.update(entry)
+        entry = merged
+    idx[url] = entry
+
+
+@dataclass
+class _View:
+    """The folded index and what it was folded from (I2: only these segments may go)."""
+    idx: Index
+    segments: list[Path] = field(default_factory=list)
+    rebuilt: bool = False  # the base was corrupt and rebuilt: it must be written
+
+
+def _read_view(state: StateDir, output_dir: Path | None, *, rebuild: bool) -> _View:
+    """Base + segments, read consistently (I3); ``rebuild``: a corrupt base is set aside and
+    rebuilt (writers, under the lock) instead of raising."""
+    for _ in range(_READ_TRIES):
+        segs = segment_files(state)
+        rebuilt = False
+        if rebuild:
+            idx, rebuilt = _load_or_rebuild(state, output_dir)
+        else:
+            idx = load(state.index_path)
+        try:
+            for path in segs:
+                for rec in read_segment(path):
+                    apply(idx, rec)
+        except FileNotFoundError:
+            time.sleep(0.05)
+            continue
+        return _View(idx, segs, rebuilt)
+    raise CrawlError(f"{state.root}: the url-index kept changing while it was read")
+
+
+def load_view(state: StateDir) -> Index:
+    """The whole index (base + segments) for a reader that does not hold the lock."""
+    return _read_view(state, None, rebuild=False).idx
+
+
+def load_or_rebuild(state: StateDir, output_dir: Path | None) -> Index:
+    """The whole index, or — if the base is corrupt — a rebuild, with a warning."""
+    return _read_view(state, output_dir, rebuild=True).idx
+
+
+def _load_or_rebuild(state: StateDir, output_dir: Path | None) -> tuple[Index, bool]:
+    try:
+        return load(state.index_path), False
     except CrawlError as e:
         log.warning("%s; rebuilding it from the markdown files' front matter and the journals", e)
         aside = state.index_path.with_name(f"url-index.corrupt.{os.getpid()}.json")
         os.replace(state.index_path, aside)
         idx = rebuild_from_outputs(output_dir) if output_dir else {}
         log.warning("rebuilt %d entries; the corrupt file was kept as %s", len(idx), aside.name)
-        return idx
+        return idx, True
 
 
-def rebuild_from_outputs(output_dir: Path) -> dict[str, dict[str, Any]]:
+def rebuild_from_outputs(output_dir: Path) -> Index:
     """Recover url → entry from the YAML front matter every markdown file starts with."""
-    idx: dict[str, dict[str, Any]] = {}
+    idx: Index = {}
     if not output_dir.is_dir():
         return idx
     for path in output_dir.rglob("*.md"):
@@ -108,25 +252,12 @@ def rebuild_from_outputs(output_dir: Path) -> dict[str, dict[str, Any]]:
     return idx
 
 
-def apply(idx: dict[str, dict[str, Any]], rec: dict[str, Any]) -> None:
-    """Fold one journal record in: the newest crawl of a URL wins (records are idempotent)."""
-    url = rec["url"]
-    old = idx.get(url)
-    if old is not None and (old.get("last_crawled") or "") > (rec.get("last_crawled") or ""):
-        return
-    entry = {k: v for k, v in rec.items() if k not in _TRANSIENT and k != "url"}
-    if old:
-        merged = dict(old)
-        merged.update(entry)
-        entry = merged
-    idx[url] = entry
-
-
 def merge(state: StateDir, worker_id: str, is_dead: Callable[[str], bool],
           is_gone: Callable[[str], bool], output_dir: Path | None = None,
           frontier: Frontier | None = None, *, lock_timeout: float = 60.0) -> int:
-    """Fold every journal into url-index.json; delete what J2 and H7 allow.
+    """Fold every journal into a new segment; delete what J2 and H7 allow.
 
+    Without a frontier the base is not even read: the cost is that of the journals.
     ``is_gone(worker)`` says a journal will not grow any more (its worker is dead), so it can
     be deleted once merged and its tickets reclaimed.  ``is_dead`` is kept for callers; the
     lock is broken by L3 (fsutil), with ``lock_timeout`` the config's heartbeat_timeout.
@@ -138,37 +269,132 @@ def merge(state: StateDir, worker_id: str, is_dead: Callable[[str], bool],
 
 def merged_index(state: StateDir, worker_id: str, is_dead: Callable[[str], bool],
                  output_dir: Path | None = None, frontier: Frontier | None = None, *,
-                 lock_timeout: float = 60.0) -> dict[str, dict[str, Any]]:
+                 lock_timeout: float = 60.0) -> Index:
     """The index with every journal folded in, read (and parsed) once, under the lock (I1)."""
-    return _merge(state, worker_id, is_dead, output_dir, lock_timeout, frontier)[1]
+    idx = _merge(state, worker_id, is_dead, output_dir, lock_timeout, frontier, view=True)[1]
+    assert idx is not None
+    return idx
 
 
 def _merge(state: StateDir, worker_id: str, is_gone: Callable[[str], bool],
            output_dir: Path | None, lock_timeout: float, frontier: Frontier | None = None,
-           ) -> tuple[int, dict[str, dict[str, Any]]]:
+           *, view: bool = False) -> tuple[int, Index | None]:
     with _index_lock(state, worker_id, lock_timeout) as lock:
-        idx = load_or_rebuild(state, output_dir)
-        replayed = frontier.replay(idx) if frontier is not None else []
         files = journal_files(state.journal)
-        applied = 0
-        linked: list[dict[str, Any]] = []
-        for path in files:
-            for rec in read_journal(path):
-                apply(idx, rec)
-                applied += 1
-                if frontier is not None and rec.get("links"):
-                    linked.append(rec)
-        intent = frontier.fold(idx, linked) if frontier is not None else None
-        if files or replayed or intent is not None:
-            atomic_write(state.index_path, orjson.dumps(idx, option=orjson.OPT_SORT_KEYS),
-                         before_replace=lock.check)
+        records = [rec for path in files for rec in read_journal(path)]
+        v: _View | None = None
+        out = [{k: x for k, x in rec.items() if k not in _TRANSIENT} for rec in records]
+        replayed: list[dict[str, Any]] = []
+        intent = None
+        if frontier is not None or view:
+            v = _read_view(state, output_dir, rebuild=True)
+            replayed = frontier.replay(v.idx) if frontier is not None else []
+            for rec in records:
+                apply(v.idx, rec)
+            if frontier is not None:
+                intent = frontier.fold(v.idx, [r for r in records if r.get("links")])
+            for it in [*replayed, intent]:  # the queued marks F1 made: part of the index too
+                for u in (it or {}).get("urls") or ():
+                    out.append({"url": u["url"], **v.idx[u["url"]]})
+        written = _write_segment(state, worker_id, out, lock.check) if out else None
         if frontier is not None:  # F2: tickets only once the index holding them is written
             for done in replayed:
                 frontier.commit(done, replay=True)
             if intent is not None:
                 frontier.commit(intent)
+        _maintain(state, output_dir, lock.check, v, written)
         prune_journals(state, files, is_gone, lock.check)
-        return applied, idx
+        return len(records), (v.idx if v is not None else None)
+
+
+def _write_segment(state: StateDir, worker_id: str, records: list[dict[str, Any]],
+                   check: Callable[[], None], *, replaces: list[Path] | None = None) -> Path:
+    """One new segment, then the list naming it (I4): a crash between the two leaves an
+    unlisted file that nobody reads (the journals it came from are still there, J2) and the
+    next compaction deletes.  ``replaces``: segments it combines, taken off the list."""
+    d = segment_dir(state)
+    d.mkdir(exist_ok=True)
+    live = segment_files(state)
+    seq = max((int(p.name[:8]) for p in live if p.name[:8].isdigit()), default=0) + 1
+    path = d / f"{seq:08d}-{worker_id}-{secrets.token_hex(3)}.jsonl"
+    atomic_write(path, b"".join(orjson.dumps(r) + b"\n" for r in records), before_replace=check)
+    gone = set(replaces or ())
+    _write_list(state, [p for p in live if p not in gone] + [path], check)
+    return path
+
+
+def _maintain(state: StateDir, output_dir: Path | None, check: Callable[[], None],
+              v: _View | None, written: Path | None) -> None:
+    """Compact into the base when the segments reach half its size (or the base was rebuilt);
+    combine segments when there are too many.  ``v``, when given, is the view read under this
+    lock hold, already holding ``written``'s records."""
+    segs = segment_files(state)
+    if not segs and not (v is not None and v.rebuilt):
+        return
+    seg_bytes = sum(_size(p) for p in segs)
+    base_bytes = _size(state.index_path)
+    if (v is not None and v.rebuilt) or seg_bytes * 2 > base_bytes:
+        if v is None:
+            v = _read_view(state, output_dir, rebuild=True)
+        write_base(state, v.idx, check)
+        _drop(segs, check)
+        _drop_orphans(state, check)
+    elif len(segs) > MAX_SEGMENTS:
+        records = [rec for p in segs for rec in read_segment(p)]
+        _write_segment(state, "combined", records, check, replaces=segs)
+        _drop(segs, check)
+
+
+def write_base(state: StateDir, idx: Index, check: Callable[[], None]) -> None:
+    """The base, whole, then an empty segment list with its entry count (status reads that,
+    not a 250 MB file).  Every segment listed before is now in the base (I2)."""
+    data = orjson.dumps(idx, option=orjson.OPT_SORT_KEYS)
+    atomic_write(state.index_path, data, before_replace=check)
+    _write_list(state, [], check, base_entries=len(idx))
+
+
+def _drop(segments: list[Path], check: Callable[[], None]) -> None:
+    for p in segments:
+        check()
+        unlink_quiet(p, busy_ok=True)
+
+
+def _drop_orphans(state: StateDir, check: Callable[[], None]) -> None:
+    """Segment files no list names: a merge killed between its segment and its list (I4)."""
+    listed = {p.name for p in segment_files(state)}
+    d = segment_dir(state)
+    try:
+        names = os.listdir(d)
+    except FileNotFoundError:
+        return
+    _drop([d / n for n in names if n not in listed], check)
+
+
+def _size(path: Path) -> int:
+    try:
+        return os.stat(path).st_size
+    except FileNotFoundError:
+        return 0
+
+
+def count(state: StateDir) -> int:
+    """URLs in the index, for ``status``, reading O(segments) bytes: the base's count from the
+    segment list (counted once if an earlier version wrote the base), plus the URLs the
+    segments first saw (records of new pages, queued links).  Exact after a compaction."""
+    for _ in range(_READ_TRIES):
+        listed = _read_list(state)
+        n = listed.get("base_entries")
+        if not isinstance(n, int):
+            n = len(load(state.index_path))
+        new: set[str] = set()
+        try:
+            for path in segment_files(state):
+                new.update(r["url"] for r in read_segment(path)
+                           if r.get("outcome") in ("new", "queued"))
+        except FileNotFoundError:
+            continue
+        return n + len(new)
+    raise CrawlError(f"{state.root}: the url-index kept changing while it was read")
 
 
 def prune_journals(state: StateDir, merged: list[Path], is_gone: Callable[[str], bool],
@@ -200,23 +426,25 @@ def prune_journals(state: StateDir, merged: list[Path], is_gone: Callable[[str],
 
 
 def update(state: StateDir, worker_id: str, is_dead: Callable[[str], bool],
-           fn: Callable[[dict[str, dict[str, Any]]], None],
+           fn: Callable[[Index], None],
            output_dir: Path | None = None, *, lock_timeout: float = 60.0) -> None:
-    """Apply ``fn`` to the index under the index lock and write it back atomically.
+    """Apply ``fn`` to the index under the index lock and write it back as a new base
+    (folding the segments in).
 
     For changes that are not crawl results (tombstones of URLs gone from the sitemap); a
     crawl's results always go through the journals.
     """
     with _index_lock(state, worker_id, lock_timeout) as lock:
-        idx = load_or_rebuild(state, output_dir)
-        fn(idx)
-        atomic_write(state.index_path, orjson.dumps(idx, option=orjson.OPT_SORT_KEYS),
-                     before_replace=lock.check)
+        v = _read_view(state, output_dir, rebuild=True)
+        fn(v.idx)
+        write_base(state, v.idx, lock.check)
+        _drop(v.segments, lock.check)
+        _drop_orphans(state, lock.check)
 
 
 @contextlib.contextmanager
 def _index_lock(state: StateDir, worker_id: str, timeout: float) -> Iterator[RenameLock]:
-    """The cross-machine lock every writer of url-index.json holds (I1; fsutil L1-L4)."""
+    """The cross-machine lock every writer of the index holds (I1; fsutil L1-L4)."""
     lock = RenameLock(state.locks, "index", worker_id, timeout=timeout, local_dead=proven_dead)
     if not lock.acquire():
         raise CrawlError(f"{state.locks}: could not take the index lock (held by a live worker)")
@@ -227,6 +455,36 @@ def _index_lock(state: StateDir, worker_id: str, timeout: float) -> Iterator[Ren
             lock.release()
         raise
     lock.release()  # raises LockLost (a CrawlError) if the lock was taken meanwhile
+
+
+def iter_view(state: StateDir) -> Iterator[tuple[str, dict[str, Any]]]:
+    """``(url, entry)`` of the whole index, streaming the base (export of a million URLs):
+    memory holds the segments' records and about a MiB of the base (I3 as for load_view)."""
+    for _ in range(_READ_TRIES):
+        later: dict[str, list[dict[str, Any]]] = {}
+        try:
+            for path in segment_files(state):
+                for rec in read_segment(path):
+                    later.setdefault(rec["url"], []).append(rec)
+        except FileNotFoundError:
+            time.sleep(0.05)
+            continue
+        break
+    else:
+        raise CrawlError(f"{state.root}: the url-index kept changing while it was read")
+    for url, entry in iter_entries(state.index_path):
+        recs = later.pop(url, None)
+        if recs:
+            one = {url: entry}
+            for rec in recs:
+                apply(one, rec)
+            entry = one[url]
+        yield url, entry
+    for url, recs in later.items():
+        one: Index = {}
+        for rec in recs:
+            apply(one, rec)
+        yield url, one[url]
 
 
 _CHUNK = 1 << 20

@@ -9,7 +9,9 @@ Layout (roadmap v0.4.0)::
       hosts/<host>/                                 politeness tokens (see hostgate.py)
       locks/                                        rename tokens for state-wide jobs
       manifest.json                                 what prepare and the crawls did
-      url-index.json                                url -> validators, hashes, file path
+      url-index.json                                url -> validators, hashes, file path (base)
+      url-index.d/<seq>-<writer>.jsonl              what later merges learnt (see index.py)
+      url-index.segments.json                       which segments are live (see index.py I4)
 
 There is no database and no server: another machine that mounts the same directory sees the
 same state, and copying the directory copies the crawl.

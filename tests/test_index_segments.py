@@ -1,0 +1,218 @@
+"""The url-index as a base file plus segments (protocol/index.py I1-I3): a merge costs what the
+crawl learnt, not what the site holds; compaction and combining keep the files bounded; readers
+without the lock never see a torn or partial index; export and status read the folded view.
+
+Real files and real processes throughout; the share variants run on the SMB and sshfs mounts.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import orjson
+import pytest
+
+from sitemap_crawler.errors import CrawlError
+from sitemap_crawler.protocol import index as url_index
+from sitemap_crawler.protocol.journal import Journal
+from sitemap_crawler.protocol.state import StateDir, new_worker_id
+from sitemap_crawler.timestamps import utcnow
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _entry(i: int, when: str = "2026-01-01T00:00:00Z") -> dict:
+    return {"etag": f'"e{i}"', "content_hash": f"sha256:{i:064x}", "status_code": 200,
+            "last_crawled": when, "file_path": f"docs.example/p/{i}.md", "outcome": "new"}
+
+
+def _state(root: Path, base_entries: int) -> StateDir:
+    state = StateDir(root)
+    state.ensure()
+    if base_entries:
+        idx = {f"https://docs.example/p/{i}": _entry(i) for i in range(base_entries)}
+        (root / "url-index.json").write_bytes(orjson.dumps(idx, option=orjson.OPT_SORT_KEYS))
+    return state
+
+
+def _journal(state: StateDir, urls: list[str], outcome: str = "changed") -> None:
+    wid = new_worker_id()
+    j = Journal(state.journal, wid)
+    now = utcnow()
+    for u in urls:
+        j.append({"url": u, "ticket": "t1", "worker": wid, "final": True, "attempts": 1,
+                  "last_crawled": now, "status_code": 200, "outcome": outcome,
+                  "etag": '"new"', "content_hash": "sha256:" + "ab" * 32})
+    j.close()
+
+
+def _merge(state: StateDir) -> int:
+    return url_index.merge(state, new_worker_id(), lambda w: False, lambda w: True)
+
+
+def test_merge_leaves_a_large_base_alone_and_writes_what_the_crawl_learnt(tmp_path):
+    """1,000 changed pages: one segment of 1,000 records, the same bytes whether the base holds
+    2,000 or 40,000 entries; the base file is not rewritten; the folded view has the news."""
+    sizes = {}
+    for n in (2_000, 40_000):
+        state = _state(tmp_path / str(n), n)
+        before = os.stat(state.index_path)
+        _journal(state, [f"https://docs.example/p/{i}" for i in range(0, 1_000)])
+        assert _merge(state) == 1_000
+        after = os.stat(state.index_path)
+        assert (after.st_ino, after.st_mtime_ns, after.st_size) == (
+            before.st_ino, before.st_mtime_ns, before.st_size), "the base was rewritten"
+        segs = url_index.segment_files(state)
+        assert len(segs) == 1
+        sizes[n] = segs[0].stat().st_size
+        view = url_index.load_view(state)
+        assert len(view) == n
+        assert view["https://docs.example/p/7"]["etag"] == '"new"'
+        assert view["https://docs.example/p/7"]["file_path"] == "docs.example/p/7.md"  # kept
+        assert view["https://docs.example/p/1500"]["etag"] == '"e1500"'
+        assert "ticket" not in view["https://docs.example/p/7"]  # transient fields stay out
+        assert not os.listdir(state.journal), "the merged, closed journal is deleted (J2)"
+    assert sizes[2_000] == sizes[40_000]
+
+
+def test_compaction_at_half_the_base_and_combining_past_the_bound(tmp_path):
+    state = _state(tmp_path, 100)
+    base = state.index_path.stat().st_size
+    # Small merges: below half the base they stay segments ...
+    for k in range(3):
+        _journal(state, [f"https://docs.example/p/{k}"])
+        _merge(state)
+    assert len(url_index.segment_files(state)) == 3
+    assert state.index_path.stat().st_size == base
+    # ... until they reach half of it: then everything is folded into a new base.
+    _journal(state, [f"https://docs.example/q/{i}" for i in range(60)], outcome="new")
+    _merge(state)
+    assert url_index.segment_files(state) == []
+    idx = url_index.load(state.index_path)
+    assert len(idx) == 160 and idx["https://docs.example/p/1"]["etag"] == '"new"'
+    listed = orjson.loads((state.root / url_index.LIST_FILE).read_bytes())
+    assert listed == {**listed, "segments": [], "base_entries": 160}
+    # With a big base, many small merges are combined into one segment, not into the base.
+    big = _state(tmp_path / "big", 20_000)
+    for k in range(url_index.MAX_SEGMENTS + 1):
+        _journal(big, [f"https://docs.example/p/{k}"])
+        _merge(big)
+    segs = url_index.segment_files(big)
+    assert len(segs) == 1 and "combined" in segs[0].name
+    view = url_index.load_view(big)
+    assert all(view[f"https://docs.example/p/{k}"]["etag"] == '"new"'
+               for k in range(url_index.MAX_SEGMENTS + 1))
+    assert view["https://docs.example/p/9999"]["etag"] == '"e9999"'
+
+
+def test_an_index_of_an_earlier_version_is_a_base_without_segments(tmp_path):
+    """No url-index.d, no stats file: read as before, counted, then extended by a merge."""
+    state = _state(tmp_path, 50)
+    assert not (state.root / url_index.SEGMENT_DIR).exists()
+    assert not (state.root / url_index.LIST_FILE).exists()
+    assert len(url_index.load_view(state)) == 50
+    assert url_index.count(state) == 50
+    _journal(state, ["https://docs.example/new-page"], outcome="new")
+    _merge(state)
+    assert url_index.count(state) == 51
+    assert "https://docs.example/new-page" in url_index.load_view(state)
+
+
+def test_records_folded_twice_change_nothing(tmp_path):
+    """I2: a compaction killed after writing the base but before deleting its segments leaves
+    both; the view is the same as with the segments folded once."""
+    state = _state(tmp_path, 20_000)
+    _journal(state, [f"https://docs.example/p/{i}" for i in range(100)])
+    _merge(state)
+    seg = url_index.segment_files(state)[0]
+    once = url_index.load_view(state)
+    url_index.write_base(state, once, lambda: None)  # the base holds the records ...
+    assert seg.exists()  # ... and the segment is still there
+    assert url_index.load_view(state) == once
+
+
+def test_a_corrupt_segment_is_a_one_line_error_not_a_silent_loss(tmp_path):
+    state = _state(tmp_path, 5_000)
+    _journal(state, ["https://docs.example/p/2"])
+    _merge(state)
+    seg = url_index.segment_files(state)
+    assert len(seg) == 1
+    seg[0].write_bytes(b'{"url": "https://x/1"}\n{"url": 3}\n')
+    with pytest.raises(CrawlError, match="corrupt url-index segment"):
+        url_index.load_view(state)
+
+
+def test_a_merge_killed_before_its_list_leaves_nothing_read_and_loses_nothing(tmp_path):
+    """I4: a segment file no list names (its writer died before the list) is not read; the
+    journal it came from is still there, so the next merge folds the records again, and the
+    next compaction deletes the orphan."""
+    state = _state(tmp_path, 5_000)
+    orphan = url_index.segment_dir(state) / "00000001-dead-worker-abc.jsonl"
+    orphan.parent.mkdir()
+    orphan.write_bytes(b'{"url": "https://docs.example/p/3", "etag": "\\"orphan\\""}\n')
+    assert url_index.load_view(state)["https://docs.example/p/3"]["etag"] == '"e3"'
+    _journal(state, [f"https://docs.example/p/{i}" for i in range(5_000)])
+    _merge(state)  # as big as the base: compacted
+    assert url_index.segment_files(state) == []
+    assert not orphan.exists()
+    assert url_index.load(state.index_path)["https://docs.example/p/3"]["etag"] == '"new"'
+
+
+_COMPACTOR = textwrap.dedent("""
+    import sys
+    from pathlib import Path
+    sys.path.insert(0, sys.argv[2])
+    from sitemap_crawler.protocol import index as url_index
+    from sitemap_crawler.protocol.journal import Journal
+    from sitemap_crawler.protocol.state import StateDir, new_worker_id
+    from sitemap_crawler.timestamps import utcnow
+    state = StateDir(Path(sys.argv[1]))
+    for k in range(int(sys.argv[3])):
+        wid = new_worker_id()
+        j = Journal(state.journal, wid)
+        for i in range(40):
+            j.append({"url": f"https://docs.example/r{k}/{i}", "last_crawled": utcnow(),
+                      "outcome": "new", "final": True, "ticket": "t"})
+        j.close()
+        url_index.merge(state, wid, lambda w: False, lambda w: True)
+    print("done", flush=True)
+""")
+
+
+def _race_readers(root: Path, reader_root: Path, rounds: int) -> None:
+    """One real process merges (and so compacts and combines) over and over in ``root`` while
+    this one reads the index without the lock through ``reader_root`` (another mount of the
+    same share, or the same directory): no view ever misses a URL of the base."""
+    state = _state(root, 400)
+    reader = StateDir(reader_root)
+    proc = subprocess.Popen([sys.executable, "-c", _COMPACTOR, str(root), str(ROOT),
+                             str(rounds)], stdout=subprocess.PIPE, text=True)
+    reads = 0
+    try:
+        while proc.poll() is None:
+            view = url_index.load_view(reader)
+            assert all(f"https://docs.example/p/{i}" in view for i in range(400))
+            rows = dict(url_index.iter_view(reader))
+            assert all(f"https://docs.example/p/{i}" in rows for i in range(400))
+            reads += 1
+    finally:
+        out, _ = proc.communicate(timeout=120)
+    assert proc.returncode == 0 and "done" in out
+    assert reads > 3
+    final = url_index.load_view(state)
+    assert len(final) == 400 + 40 * rounds
+    assert dict(url_index.iter_view(state)) == final
+    assert url_index.count(state) == len(final)
+
+
+def test_readers_without_the_lock_race_a_compacting_merger(tmp_path):
+    _race_readers(tmp_path / "state", tmp_path / "state", 60)
+
+
+def test_readers_race_a_compacting_merger_on_a_share(share):
+    a, b, _kind = share
+    _race_readers(a / "state", b / "state", 25)
