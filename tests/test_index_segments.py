@@ -216,3 +216,101 @@ def test_readers_without_the_lock_race_a_compacting_merger(tmp_path):
 def test_readers_race_a_compacting_merger_on_a_share(share):
     a, b, _kind = share
     _race_readers(a / "state", b / "state", 25)
+
+
+def test_a_merge_reads_only_what_the_journals_gained(tmp_path):
+    """J3: a journal kept open for the whole run (a live worker) is folded from where the
+    last merge stopped; a garbled line is read again next time, not skipped for good."""
+    state = _state(tmp_path, 20_000)
+    wid = new_worker_id()
+    j = Journal(state.journal, wid)
+    live = lambda w: False  # noqa: E731 - the worker is alive: its journal stays
+    for i in range(3):
+        j.append({"url": f"https://docs.example/p/{i}", "last_crawled": utcnow(), "etag": '"a"'})
+    j.sync()
+    assert url_index.merge(state, new_worker_id(), live, live) == 3
+    assert url_index.merge(state, new_worker_id(), live, live) == 0  # nothing new: no segment
+    assert len(url_index.segment_files(state)) == 1
+    j.append({"url": "https://docs.example/p/3", "last_crawled": utcnow(), "etag": '"a"'})
+    j.sync()
+    assert url_index.merge(state, new_worker_id(), live, live) == 1
+    segs = url_index.segment_files(state)
+    assert len(segs) == 2 and len(url_index.read_segment(segs[1])) == 1
+    # A line whose bytes have not all arrived (zeros), then a whole one: both offsets held.
+    good = orjson.dumps({"url": "https://docs.example/p/4", "last_crawled": utcnow(),
+                         "etag": '"late"'}) + b"\n"
+    with open(j.path, "ab") as f:
+        at = f.tell()
+        f.write(b"\0" * (len(good) - 1) + b"\n")
+        f.write(orjson.dumps({"url": "https://docs.example/p/5", "last_crawled": utcnow(),
+                              "etag": '"a"'}) + b"\n")
+    assert url_index.merge(state, new_worker_id(), live, live) == 1  # p/5; the zeros wait
+    with open(j.path, "r+b") as f:
+        f.seek(at)
+        f.write(good)  # the bytes arrive
+    assert url_index.merge(state, new_worker_id(), live, live) == 2  # p/4, and p/5 again
+    view = url_index.load_view(state)
+    assert view["https://docs.example/p/4"]["etag"] == '"late"'
+    assert view["https://docs.example/p/5"]["etag"] == '"a"'
+
+
+_FOLDER = textwrap.dedent("""
+    import sys
+    from pathlib import Path
+    sys.path.insert(0, sys.argv[2])
+    from sitemap_crawler.discover.urls import normalize_url
+    from sitemap_crawler.protocol import index as url_index
+    from sitemap_crawler.protocol.frontier import Frontier
+    from sitemap_crawler.protocol.journal import Journal
+    from sitemap_crawler.protocol.state import StateDir, new_worker_id
+    from sitemap_crawler.timestamps import utcnow
+    state = StateDir(Path(sys.argv[1]))
+    if sys.argv[3] == "compact":
+        url_index.update(state, new_worker_id(), lambda w: False, lambda idx: None)
+    else:
+        wid = new_worker_id()
+        j = Journal(state.journal, wid)
+        j.append({"url": "https://docs.example/p/9", "last_crawled": utcnow(), "depth": 0,
+                  "links": sys.argv[3].split(",")})
+        j.close()
+        f = Frontier(state, "docs", cap=0, ticket_size=50, key=normalize_url)
+        url_index.merge(state, wid, lambda w: False, lambda w: True, None, f)
+""")
+
+
+def test_a_worker_keeps_its_fold_view_and_still_sees_every_other_fold(tmp_path):
+    """_FoldCache: a worker's second fold applies only the segments written since its first,
+    yet a link another process queued in between, or one folded before a compaction by a
+    third process, is never ticketed twice."""
+    from sitemap_crawler.discover.urls import normalize_url
+    from sitemap_crawler.protocol.frontier import Frontier
+    from sitemap_crawler.protocol.tickets import TicketQueue
+
+    state = _state(tmp_path, 5_000)
+    url_index.update(state, new_worker_id(), lambda w: False, lambda idx: None)  # a base_id
+    x = [f"https://docs.example/x/{i}" for i in range(6)]
+
+    def fold(links: list[str]) -> int:
+        wid = new_worker_id()
+        j = Journal(state.journal, wid)
+        j.append({"url": "https://docs.example/p/1", "last_crawled": utcnow(), "depth": 0,
+                  "links": links})
+        j.close()
+        f = Frontier(state, "docs", cap=0, ticket_size=50, key=normalize_url)
+        url_index.merge(state, wid, lambda w: False, lambda w: True, None, f)
+        return f.added
+
+    def other(arg: str) -> None:
+        subprocess.run([sys.executable, "-c", _FOLDER, str(state.root), str(ROOT), arg],
+                       check=True, timeout=120)
+
+    assert fold(x[0:2]) == 2
+    other(x[2])  # another process queues x2
+    assert fold(x[1:4]) == 1  # x1 known from this process's fold, x2 from the other's: x3
+    other("compact")  # a third process writes a new base
+    assert fold([x[0], x[3], x[4]]) == 1  # read anew after the compaction: x4
+    other(",".join(x))  # x5 by the other process
+    assert fold(x) == 0
+    q = TicketQueue(state, "t")
+    ticketed = [u["url"] for n in q.names("pending") for u in q.read("pending", n)["urls"]]
+    assert sorted(ticketed) == sorted(x), "every link ticketed exactly once"

@@ -82,11 +82,14 @@ class Frontier:
         return out
 
     # -- F1/F4: fold ---------------------------------------------------------------------------
-    def fold(self, idx: dict[str, dict[str, Any]],
-             records: Iterable[dict[str, Any]]) -> dict[str, Any] | None:
+    def fold(self, idx: dict[str, dict[str, Any]], records: Iterable[dict[str, Any]],
+             known: set[str] | None = None) -> dict[str, Any] | None:
         """New URLs among the records' links, marked queued in ``idx``; their intent is
-        written and returned (the caller writes the index, then calls :meth:`commit`)."""
-        known = {self.key(u) for u in idx}
+        written and returned (the caller writes the index, then calls :meth:`commit`).
+        ``known``: the keys of every URL in ``idx``, if the caller keeps them between folds
+        (protocol/index.py); it is updated in place."""
+        if known is None:
+            known = {self.key(u) for u in idx}
         total = len(idx)
         new: list[dict[str, Any]] = []
         for rec in records:

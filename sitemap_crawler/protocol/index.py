@@ -7,7 +7,8 @@ Format (roadmap v0.4.0, extended): a **base** file and **segments** beside it::
                             "last_crawled": "2026-11-21T12:00:00Z",
                             "file_path": "host/page.md", "outcome": "new", ...}}
     url-index.d/00000007-<writer>.jsonl   one record per line: {"url": ..., <entry fields>}
-    url-index.segments.json   {"segments": ["00000007-<writer>.jsonl", ...], "base_entries": N}
+    url-index.segments.json   {"segments": ["00000007-<writer>.jsonl", ...],
+                               "base_entries": N, "base_id": "<new with each base>"}
 
 The index is the base with every segment's records folded over it in name order, each
 through :func:`apply` (the newest crawl of a URL wins, fields merge), exactly as the journals
@@ -56,6 +57,11 @@ Invariants:
   next owner fetch every finished URL again.  The claimed directory is listed after the
   index is written; on sshfs a new name shows in another mount's listing ~20 s late, so
   ``heartbeat_timeout`` must stay above that (it is 60 s by default).
+* J3. The segment list records how far each journal is folded (byte offset of the end of its
+  last whole, well-formed line, written in the same atomic replace as the segment's name),
+  so a merge reads only what the journals gained: workers keep their journals for the whole
+  run and link following folds hundreds of times.  A crash before the list leaves the offset
+  where it was (the records are read again); a rebuilt base reads every journal from 0.
 * H7 (heartbeat.py). With its journal, the ``workers/<w>.dead`` (and the ``.lock`` of a
   worker that is gone) are deleted once no ticket is claimed under ``w``: N crashes leave
   no files behind once their tickets are reclaimed and merged.
@@ -73,7 +79,7 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import orjson
 
@@ -87,7 +93,7 @@ from sitemap_crawler.protocol.fsutil import (
     unlink_quiet,
 )
 from sitemap_crawler.protocol.heartbeat import proven_dead
-from sitemap_crawler.protocol.journal import journal_files, owner_of, read_journal
+from sitemap_crawler.protocol.journal import journal_files, owner_of, read_journal_from
 from sitemap_crawler.protocol.state import StateDir
 from sitemap_crawler.protocol.tickets import claimed_owners
 from sitemap_crawler.timestamps import utcnow
@@ -144,10 +150,15 @@ def segment_files(state: StateDir) -> list[Path]:
 
 
 def _write_list(state: StateDir, segments: list[Path], check: Callable[[], None],
-                base_entries: int | None = None) -> None:
+                base_entries: int | None = None, journals: dict[str, int] | None = None,
+                ) -> None:
+    """``journals``: how far each journal is folded now (J3); kept as it was if None."""
     old = _read_list(state)
+    fresh = base_entries is not None  # a new base: a new identity (_FoldCache)
     data = {"segments": [p.name for p in segments],
-            "base_entries": old.get("base_entries") if base_entries is None else base_entries,
+            "base_entries": base_entries if fresh else old.get("base_entries"),
+            "base_id": secrets.token_hex(8) if fresh else old.get("base_id"),
+            "journals": old.get("journals") or {} if journals is None else journals,
             "updated_at": utcnow()}
     atomic_write(state.root / LIST_FILE, orjson.dumps(data), before_replace=check)
 
@@ -280,23 +291,42 @@ def _merge(state: StateDir, worker_id: str, is_gone: Callable[[str], bool],
            output_dir: Path | None, lock_timeout: float, frontier: Frontier | None = None,
            *, view: bool = False) -> tuple[int, Index | None]:
     with _index_lock(state, worker_id, lock_timeout) as lock:
-        files = journal_files(state.journal)
-        records = [rec for path in files for rec in read_journal(path)]
         v: _View | None = None
+        cached = None
+        if frontier is not None and not view:  # a worker's repeated folds: keep the view
+            cached = _FoldCache.take(state, output_dir, frontier.key)
+            v = cached.view
+        elif view:
+            v = _read_view(state, output_dir, rebuild=True)
+        # J3: only what the journals gained since the last merge (a rebuilt base: all of it)
+        folded = {} if v is not None and v.rebuilt else _read_list(state).get("journals") or {}
+        files = journal_files(state.journal)
+        records: list[dict[str, Any]] = []
+        upto: dict[str, int] = {}
+        for path in files:
+            owner = owner_of(path)
+            recs, end = read_journal_from(path, int(folded.get(owner) or 0))
+            records.extend(recs)
+            upto[owner] = max(end, upto.get(owner, 0))
         out = [{k: x for k, x in rec.items() if k not in _TRANSIENT} for rec in records]
         replayed: list[dict[str, Any]] = []
         intent = None
-        if frontier is not None or view:
-            v = _read_view(state, output_dir, rebuild=True)
+        if v is not None:
             replayed = frontier.replay(v.idx) if frontier is not None else []
             for rec in records:
                 apply(v.idx, rec)
+            known = cached.known if cached is not None else None
+            if known is not None:
+                known.update(frontier.key(u["url"]) for it in replayed for u in it["urls"])
             if frontier is not None:
-                intent = frontier.fold(v.idx, [r for r in records if r.get("links")])
+                intent = frontier.fold(v.idx, [r for r in records if r.get("links")], known)
             for it in [*replayed, intent]:  # the queued marks F1 made: part of the index too
                 for u in (it or {}).get("urls") or ():
                     out.append({"url": u["url"], **v.idx[u["url"]]})
-        written = _write_segment(state, worker_id, out, lock.check) if out else None
+            if known is not None:
+                known.update(frontier.key(r["url"]) for r in records)
+        written = (_write_segment(state, worker_id, out, lock.check, journals=upto)
+                   if out else None)
         if frontier is not None:  # F2: tickets only once the index holding them is written
             for done in replayed:
                 frontier.commit(done, replay=True)
@@ -304,11 +334,58 @@ def _merge(state: StateDir, worker_id: str, is_gone: Callable[[str], bool],
                 frontier.commit(intent)
         _maintain(state, output_dir, lock.check, v, written)
         prune_journals(state, files, is_gone, lock.check)
+        if cached is not None:
+            cached.keep()  # only after every write succeeded: else the next fold reads anew
         return len(records), (v.idx if v is not None else None)
 
 
+class _FoldCache:
+    """The folded view (and its frontier keys) a worker keeps between its folds, so a fold
+    costs the segments written since the last one, not a parse of the whole base and a
+    normalisation of every URL in it (link following on a large site folds hundreds of
+    times).  Valid while the list names the same base (``base_id``) and starts with the
+    segments already applied; anything else (a compaction, a combine, another process's
+    update) reads the view anew.  Kept only after a fold whose writes all succeeded."""
+
+    _by_root: ClassVar[dict[Path, _FoldCache]] = {}
+
+    def __init__(self, state: StateDir, view: _View, known: set[str],
+                 base_id: str | None, applied: list[str]) -> None:
+        self.state, self.view, self.known = state, view, known
+        self.base_id, self.applied = base_id, applied
+
+    @classmethod
+    def take(cls, state: StateDir, output_dir: Path | None,
+             key: Callable[[str], str]) -> _FoldCache:
+        c = cls._by_root.pop(state.root, None)  # out until keep(): an error drops it
+        listed = _read_list(state)
+        names = [str(n) for n in listed["segments"]]
+        base_id = listed.get("base_id")
+        if (c is not None and base_id is not None and c.base_id == base_id
+                and names[:len(c.applied)] == c.applied):
+            d = segment_dir(state)
+            for name in names[len(c.applied):]:
+                for rec in read_segment(d / name):
+                    apply(c.view.idx, rec)
+                    c.known.add(key(rec["url"]))
+            c.applied = names
+            c.view = _View(c.view.idx, [d / n for n in names])
+            return c
+        v = _read_view(state, output_dir, rebuild=True)
+        return cls(state, v, {key(u) for u in v.idx}, None, [])
+
+    def keep(self) -> None:
+        """Remember the view as of the list now (which holds this fold's own segment)."""
+        listed = _read_list(self.state)
+        self.base_id = listed.get("base_id")
+        self.applied = [str(n) for n in listed["segments"]]
+        if self.base_id is not None and not self.view.rebuilt:
+            _FoldCache._by_root[self.state.root] = self
+
+
 def _write_segment(state: StateDir, worker_id: str, records: list[dict[str, Any]],
-                   check: Callable[[], None], *, replaces: list[Path] | None = None) -> Path:
+                   check: Callable[[], None], *, replaces: list[Path] | None = None,
+                   journals: dict[str, int] | None = None) -> Path:
     """One new segment, then the list naming it (I4): a crash between the two leaves an
     unlisted file that nobody reads (the journals it came from are still there, J2) and the
     next compaction deletes.  ``replaces``: segments it combines, taken off the list."""
@@ -319,7 +396,7 @@ def _write_segment(state: StateDir, worker_id: str, records: list[dict[str, Any]
     path = d / f"{seq:08d}-{worker_id}-{secrets.token_hex(3)}.jsonl"
     atomic_write(path, b"".join(orjson.dumps(r) + b"\n" for r in records), before_replace=check)
     gone = set(replaces or ())
-    _write_list(state, [p for p in live if p not in gone] + [path], check)
+    _write_list(state, [p for p in live if p not in gone] + [path], check, journals=journals)
     return path
 
 

@@ -70,6 +70,37 @@ def read_journal(path: Path) -> Iterator[dict[str, Any]]:
                 yield rec
 
 
+def read_journal_from(path: Path, offset: int) -> tuple[list[dict[str, Any]], int]:
+    """The records after byte ``offset``, and the offset to start from next time: the end of
+    the last line that was whole and parsed, with no bad line before it.  A garbled line (on
+    a share, a reader may see a line whose bytes have not all arrived) stops the offset, so
+    it is read again next time instead of being lost; records after it are returned now too
+    (folding a record twice is harmless).  A missing file has nothing new."""
+    try:
+        f = open(path, "rb")  # noqa: SIM115 - closed by the with below; ENOENT is normal
+    except FileNotFoundError:
+        return [], offset
+    out: list[dict[str, Any]] = []
+    end = pos = offset
+    clean = True
+    with f:
+        f.seek(offset)
+        for line in f:
+            if not line.endswith(b"\n"):
+                break  # torn or still being written: next time
+            pos += len(line)
+            try:
+                rec = json.loads(line)
+            except ValueError:
+                clean = False
+                continue
+            if isinstance(rec, dict) and "url" in rec:
+                out.append(rec)
+            if clean:
+                end = pos
+    return out, end
+
+
 def journal_files(journal_dir: Path) -> list[Path]:
     try:
         names = sorted(os.listdir(journal_dir))
