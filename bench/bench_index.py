@@ -84,9 +84,15 @@ def _env(pythonpath: str | None) -> dict[str, str]:
     return env
 
 
+def _cwd(env: dict[str, str]) -> str:
+    """``python -m``/``-c`` put the working directory first on sys.path: run from the
+    checkout under test, or the repository's own package would be imported instead."""
+    return env["PYTHONPATH"]
+
+
 def _measured(cmd: list[str], env: dict[str, str]) -> dict[str, Any]:
     r = subprocess.run([sys.executable, "-c", _MEASURE, *cmd], capture_output=True,
-                       text=True, env=env, check=True)
+                       text=True, env=env, check=True, cwd=_cwd(env))
     out = json.loads(r.stdout)
     if out["rc"] != 0:
         raise RuntimeError(f"{' '.join(cmd[2:])}: exit {out['rc']}: {out['stderr']}")
@@ -183,8 +189,11 @@ def one(where: Path, n: int, changed: int, base: str, real: list[str], source: s
     wbytes, wfiles = written(before, after)
     st = _measured([*cli, "status", "bench", "--json"], env)
     merge = subprocess.run([sys.executable, "-c", _MERGE, str(state), str(changed), base],
-                           capture_output=True, text=True, env=env, check=True)
-    rec = {"dir": str(where), "index_entries": n, "index_base_bytes": base_bytes,
+                           capture_output=True, text=True, env=env, check=True,
+                           cwd=_cwd(env))
+    code = subprocess.run([sys.executable, "-c", "import sitemap_crawler as s; print(s.__file__)"],
+                          capture_output=True, text=True, env=env, cwd=_cwd(env)).stdout.strip()
+    rec = {"dir": str(where), "code": code, "index_entries": n, "index_base_bytes": base_bytes,
            "changed": changed,
            "prepare_s": round(prep["seconds"], 2),
            "prepare_rss_mib": round(prep["max_rss_kib"] / 1024, 1),
