@@ -247,6 +247,27 @@ def rss_summary(rss: dict[int, list[tuple[float, int]]], runner: int) -> dict[st
     return out
 
 
+def rss_timeline(rss: dict[int, list[tuple[float, int]]], runner: int,
+                 step: float = 10.0) -> list[dict[str, Any]]:
+    """RSS (MiB) of the runner and the largest worker about every ``step`` seconds."""
+    times = sorted({round(t) for s in rss.values() for t, _v in s})
+    out: list[dict[str, Any]] = []
+    for t in times:
+        if out and t - out[-1]["t"] < step and t != times[-1]:
+            continue
+        row: dict[str, Any] = {"t": t}
+        for pid, s in rss.items():
+            v = next((v for tt, v in s if round(tt) == t), None)
+            if v is None:
+                continue
+            if pid == runner:
+                row["runner_mib"] = round(v / 1024, 1)
+            else:
+                row["worker_max_mib"] = max(row.get("worker_max_mib", 0), round(v / 1024, 1))
+        out.append(row)
+    return out
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -297,6 +318,8 @@ def main() -> None:
             rec["rate_per_chunk"] = chunk_rates(sampler.progress, last.get("urls") or 0,
                                                 chunk, end)
             rec["rss"] = rss_summary(sampler.rss, proc.pid)
+            rec["rss_timeline"] = rss_timeline(sampler.rss, proc.pid)
+            rec["workers_exited_at_s"] = round(sampler.last_worker_seen, 1)
             rec["state_files"] = [{k: v for k, v in f.items() if k != "by_dir"}
                                   for f in sampler.files]
             rec["state_files_end_by_dir"] = by
@@ -322,6 +345,10 @@ def summary(rec: dict[str, Any]) -> str:
     lines += [f"  pages {c['pages']}: {c['pages_per_s']} pages/s" for c in rec["rate_per_chunk"]]
     lines += [f"  RSS {k}: {v['first_mib']} -> {v['at_10s_mib']} (10 s) -> {v['last_mib']} MiB, "
               f"max {v['max_mib']}" for k, v in rec["rss"].items()]
+    lines.append("  RSS over time (runner / largest worker, MiB): " + ", ".join(
+        f"{r['t']}s {r.get('runner_mib')}/{r.get('worker_max_mib', '-')}"
+        for r in rec["rss_timeline"]))
+    lines.append(f"  workers last seen at {rec['workers_exited_at_s']} s of {rec['work_s']} s")
     lines.append("  .crawl-state files: " + ", ".join(
         f"{f['t']}s {f['files']}" for f in rec["state_files"]))
     lines.append(f"  status {rec['status_s']:.2f} s, second prepare {rec['prepare_again_s']:.1f} s")
