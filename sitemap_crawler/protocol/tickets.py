@@ -132,7 +132,7 @@ class TicketName:
         if not tid or not gen.isdigit():
             return None
         if stamp and (not owner or stamp_seconds(stamp) is None):
-            return None
+            owner, stamp = rest, ""  # not a stamp: an owner with '_' (never ours) stays whole
         return cls(tid, int(gen), owner or None, stamp or None)
 
     def file(self, owner: str | None = None, gen: int | None = None,
