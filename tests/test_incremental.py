@@ -223,6 +223,10 @@ def test_kept_sitemap_copies_are_pruned_only_after_a_complete_read(server, tmp_p
     assert len(list(kept.glob("*.body"))) == 3
 
 
+def _stamp(days_ago: float) -> str:
+    return time.strftime("%Y%m%dT%H%M%SZ", time.gmtime(time.time() - days_ago * 86400))
+
+
 def test_prepare_deletes_completed_tickets_older_than_keep_completed(server, tmp_path):
     doc_site(server, 12)  # ticket_size 5: three tickets
     cfg = write_config(tmp_path, server.url("/"), crawl_state={"keep_completed": "7d"})
@@ -230,27 +234,50 @@ def test_prepare_deletes_completed_tickets_older_than_keep_completed(server, tmp
     crawl(cfg)
     done = sorted((state / "completed").glob("*.json"))
     assert len(done) == 3
-    # the first finished 8 days ago, the second 6 days ago; the third is being finished
-    # right now (renamed into completed/, completed_at not yet written)
-    stamps = [time.gmtime(time.time() - 8 * 86400), time.gmtime(time.time() - 6 * 86400)]
-    for path, stamp in zip(done, stamps, strict=False):
-        data = json.loads(path.read_text())
-        data["completed_at"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", stamp)
-        path.write_text(json.dumps(data))
-    data = json.loads(done[2].read_text())
-    del data["completed_at"]
-    done[2].write_text(json.dumps(data))
-    (state / "failed" / done[0].name).write_text(done[0].read_text())  # failed/: for resume
-    cli(cfg, "prepare", "docs")
-    assert sorted((state / "completed").glob("*.json")) == done[1:]
-    assert (state / "failed" / done[0].name).exists()
-    manifest = json.loads((tmp_path / "out" / ".crawl-state" / "docs" / "manifest.json")
-                          .read_text())
-    assert manifest["prepares"][-1]["tickets_pruned"] == 1
-    # keep_completed: 0 keeps them all, however old
-    cfg = write_config(tmp_path, server.url("/"), crawl_state={"keep_completed": 0})
+    # T3 names a completed ticket with its completion time: <ticket>.<gen>_<worker>_<stamp>
+    stems = [p.name[:-5].rsplit("_", 1) for p in done]
+    for (_, stamp), path in zip(stems, done, strict=True):
+        assert json.loads(path.read_text())["completed_at"].replace("-", "").replace(
+            ":", "") == stamp
+    # T7 reads the name, not the content: the first finished 8 days ago, the second 6 days
+    # ago (its content says 2001 and does not count); the third is being finished right now
+    # (renamed into completed/ under its bare name, its final file not written yet)
+    old = done[0].with_name(f"{stems[0][0]}_{_stamp(8)}.json")
+    done[0].rename(old)
+    kept = done[1].with_name(f"{stems[1][0]}_{_stamp(6)}.json")
     data = json.loads(done[1].read_text())
     data["completed_at"] = "2001-01-01T00:00:00Z"
-    done[1].write_text(json.dumps(data))
+    kept.write_text(json.dumps(data))
+    done[1].unlink()
+    busy = done[2].with_name(f"{stems[2][0]}.json")
+    data = json.loads(done[2].read_text())
+    data["completed_at"] = None
+    busy.write_text(json.dumps(data))
+    done[2].unlink()
+    # tickets finished by an older version: bare names, completed_at in the content
+    owner = stems[0][0].split("_", 1)[1]
+    legacy_old = state / "completed" / f"legacy-1.0_{owner}.json"
+    legacy_new = state / "completed" / f"legacy-2.0_{owner}.json"
+    legacy_old.write_text(json.dumps({**data, "completed_at": time.strftime(
+        "%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() - 9 * 86400))}))
+    recent = time.gmtime(time.time() - 86400)
+    legacy_new.write_text(json.dumps({**data, "completed_at": time.strftime(
+        "%Y-%m-%dT%H:%M:%SZ", recent)}))
+    (state / "failed" / old.name).write_text(old.read_text())  # failed/: for resume
     cli(cfg, "prepare", "docs")
-    assert sorted((state / "completed").glob("*.json")) == done[1:]
+    migrated = legacy_new.with_name(f"legacy-2.0_{owner}_"
+                                    f"{time.strftime('%Y%m%dT%H%M%SZ', recent)}.json")
+    assert sorted((state / "completed").glob("*.json")) == sorted([kept, busy, migrated])
+    assert json.loads(migrated.read_text())["urls"] == data["urls"]
+    assert (state / "failed" / old.name).exists()
+    manifest = json.loads((tmp_path / "out" / ".crawl-state" / "docs" / "manifest.json")
+                          .read_text())
+    assert manifest["prepares"][-1]["tickets_pruned"] == 2
+    out = json.loads(cli(cfg, "status", "docs", "--json").stdout)
+    assert out["tickets"]["completed"] == 3
+    # keep_completed: 0 keeps them all, however old
+    cfg = write_config(tmp_path, server.url("/"), crawl_state={"keep_completed": 0})
+    ancient = kept.with_name(f"{stems[1][0]}_20010101T000000Z.json")
+    kept.rename(ancient)
+    cli(cfg, "prepare", "docs")
+    assert sorted((state / "completed").glob("*.json")) == sorted([ancient, busy, migrated])

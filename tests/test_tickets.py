@@ -45,6 +45,14 @@ def test_ticket_names_round_trip():
     assert n == TicketName("20261121T1200ab-00001", 3, "host-12-abcdef")
     assert n.file("host-12-abcdef") == "20261121T1200ab-00001.3_host-12-abcdef.json"
     assert TicketName.parse(".tmp-x.0.json.1.ab") is None
+    # T3/T7: a completed ticket's name carries its completion stamp after a second '_'
+    done = TicketName.parse("20261121T1200ab-00001.3_host-12-abcdef_20261123T134759Z.json")
+    assert done == TicketName("20261121T1200ab-00001", 3, "host-12-abcdef", "20261123T134759Z")
+    assert done.filename == "20261121T1200ab-00001.3_host-12-abcdef_20261123T134759Z.json"
+    assert done.file("host-12-abcdef") == "20261121T1200ab-00001.3_host-12-abcdef.json"
+    # what is not a stamp stays part of the owner, so such a file is still found and moved
+    odd = TicketName.parse("t-1.0_old_host.json")
+    assert odd == TicketName("t-1", 0, "old_host") and odd.filename == "t-1.0_old_host.json"
     assert TicketName.parse("garbage.json") is None
 
 

@@ -273,7 +273,8 @@ class Worker:
             self.stop.wait(min(0.2, self.s.crawl_state.heartbeat_interval))
 
     def _run_ticket(self, c: Claimed) -> None:
-        self.heartbeat.update(ticket=c.ticket_id, urls_done=self.stats["urls"])
+        self.heartbeat.update(ticket=c.ticket_id, urls_done=self.stats["urls"],
+                              journal=self.journal.position())  # journal.py J3
         ctx = {"worker": self.wid, "ticket": c.ticket_id}
         try:
             try:
@@ -675,4 +676,5 @@ class Worker:
             self.report(self._pending_report)
             self._pending_report = Counter()
             self._last_report = now
-            self.heartbeat.update(urls_done=self.stats["urls"])
+            self.heartbeat.update(urls_done=self.stats["urls"],
+                                  journal=self.journal.position())  # journal.py J3

@@ -24,7 +24,10 @@ L1-L4   RenameLock: token renamed to a unique name; the holder rewrites   fsutil
         a holder that lost it finds out before it writes anything
 T1-T8   claim, ownership, complete, hand back, reclaim (progress read     tickets.py
         before the rename; own-id orphans handed back), at-least-once,
-        retention, durability of the queue (Maildir-like tmp->new->cur)
+        retention, durability of the queue (Maildir-like tmp->new->cur);
+        a completed ticket's name carries its completion stamp, so T7
+        prunes from one listing without opening a finished ticket, and
+        never deletes one being finished (its name has no stamp yet)
 H1-H7   heartbeats: announce before claiming, judged dead by content     heartbeat.py
         not changing on the observer's clock, local pid shortcut only
         for a *proven* local id (machine id, boot, pid namespace; a
@@ -32,14 +35,18 @@ H1-H7   heartbeats: announce before claiming, judged dead by content     heartbe
         files pruned
 G1-G7   per-host politeness tokens renamed between ``.free`` and        hostgate.py
         ``.held.<worker>.<nonce>``; block files without absolute time
-J       one append-only journal per worker, fsynced before a ticket     journal.py
-        completes; nobody else writes it
+J, J3   one append-only journal per worker, fsynced before a ticket     journal.py
+        completes; nobody else writes it; a live worker's heartbeat
+        says how many records its journal's first N bytes hold, so
+        ``status`` reads only what came after (commands/status.py ST1:
+        status opens the files of active work only)
 I1-I4,  the url-index (a base + segments) written only under the       index.py
-J2      index lock, each file atomically; a segment deleted only after
+J2, J4  index lock, each file atomically; a segment deleted only after
         a base holding it is in place; which segments exist is a list
         file read by path, never a listing; a journal deleted only
         after the segment that holds it is in place and while no
-        ticket is claimed under its worker's id
+        ticket is claimed under its worker's id; a merge reads each
+        journal from where the list says the last one stopped
 S1      a file replaced by rename (index, manifest) is read until it     fsutil.py
         parses: a share's client may serve the old size for seconds
 F1-F5   link following: only the index lock holder turns links into     frontier.py

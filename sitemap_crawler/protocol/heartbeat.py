@@ -4,7 +4,8 @@ Protocol (measured on real shares, ../shared/netfs/README.md):
 
 * H1. A worker announces itself by writing ``workers/<worker-id>.lock`` *before* it claims
   anything, then rewrites the file's *content* every ``heartbeat_interval`` seconds: a counter
-  that always changes, plus what it holds (ticket, pid, host) for people reading ``status``.
+  that always changes, plus what it holds (ticket, pid, host, and its journal's position,
+  journal.py J3) for people reading ``status``.
   The file is rewritten in place with a fixed size: a reader that catches a half-written
   record sees bytes that differ from the last ones, which correctly counts as "alive".
 * H2. An observer judges a worker dead when the content it reads has not changed for

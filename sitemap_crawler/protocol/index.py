@@ -57,7 +57,7 @@ Invariants:
   next owner fetch every finished URL again.  The claimed directory is listed after the
   index is written; on sshfs a new name shows in another mount's listing ~20 s late, so
   ``heartbeat_timeout`` must stay above that (it is 60 s by default).
-* J3. The segment list records how far each journal is folded (byte offset of the end of its
+* J4. The segment list records how far each journal is folded (byte offset of the end of its
   last whole, well-formed line, written in the same atomic replace as the segment's name),
   so a merge reads only what the journals gained: workers keep their journals for the whole
   run and link following folds hundreds of times.  A crash before the list leaves the offset
@@ -152,7 +152,7 @@ def segment_files(state: StateDir) -> list[Path]:
 def _write_list(state: StateDir, segments: list[Path], check: Callable[[], None],
                 base_entries: int | None = None, journals: dict[str, int] | None = None,
                 ) -> None:
-    """``journals``: how far each journal is folded now (J3); kept as it was if None."""
+    """``journals``: how far each journal is folded now (J4); kept as it was if None."""
     old = _read_list(state)
     fresh = base_entries is not None  # a new base: a new identity (_FoldCache)
     data = {"segments": [p.name for p in segments],
@@ -298,35 +298,40 @@ def _merge(state: StateDir, worker_id: str, is_gone: Callable[[str], bool],
             v = cached.view
         elif view:
             v = _read_view(state, output_dir, rebuild=True)
-        # J3: only what the journals gained since the last merge (a rebuilt base: all of it)
+        # J4: only what the journals gained since the last merge (a rebuilt base: all of it)
         folded = {} if v is not None and v.rebuilt else _read_list(state).get("journals") or {}
         files = journal_files(state.journal)
-        records: list[dict[str, Any]] = []
+        replayed = frontier.replay(v.idx) if frontier is not None and v is not None else []
+        known = cached.known if cached is not None else None
+        if known is not None and frontier is not None:
+            known.update(frontier.key(u["url"]) for it in replayed for u in it["urls"])
+        lines: list[bytes] = []  # the new segment, serialised as read: one copy in memory
+        linked: list[dict[str, Any]] = []
         upto: dict[str, int] = {}
+        applied = 0
         for path in files:
             owner = owner_of(path)
             recs, end = read_journal_from(path, int(folded.get(owner) or 0))
-            records.extend(recs)
             upto[owner] = max(end, upto.get(owner, 0))
-        out = [{k: x for k, x in rec.items() if k not in _TRANSIENT} for rec in records]
-        replayed: list[dict[str, Any]] = []
+            applied += len(recs)
+            for rec in recs:
+                lines.append(orjson.dumps({k: x for k, x in rec.items() if k not in _TRANSIENT}))
+                if v is not None:
+                    apply(v.idx, rec)
+                    if known is not None and frontier is not None:
+                        known.add(frontier.key(rec["url"]))
+                    if frontier is not None and rec.get("links"):
+                        linked.append(rec)
         intent = None
         if v is not None:
-            replayed = frontier.replay(v.idx) if frontier is not None else []
-            for rec in records:
-                apply(v.idx, rec)
-            known = cached.known if cached is not None else None
-            if known is not None:
-                known.update(frontier.key(u["url"]) for it in replayed for u in it["urls"])
             if frontier is not None:
-                intent = frontier.fold(v.idx, [r for r in records if r.get("links")], known)
+                intent = frontier.fold(v.idx, linked, known)
             for it in [*replayed, intent]:  # the queued marks F1 made: part of the index too
                 for u in (it or {}).get("urls") or ():
-                    out.append({"url": u["url"], **v.idx[u["url"]]})
-            if known is not None:
-                known.update(frontier.key(r["url"]) for r in records)
-        written = (_write_segment(state, worker_id, out, lock.check, journals=upto)
-                   if out else None)
+                    lines.append(orjson.dumps({"url": u["url"], **v.idx[u["url"]]}))
+        written = (_write_segment(state, worker_id, lines, lock.check, journals=upto)
+                   if lines else None)
+        del lines  # a compaction below may need the memory
         if frontier is not None:  # F2: tickets only once the index holding them is written
             for done in replayed:
                 frontier.commit(done, replay=True)
@@ -336,7 +341,7 @@ def _merge(state: StateDir, worker_id: str, is_gone: Callable[[str], bool],
         prune_journals(state, files, is_gone, lock.check)
         if cached is not None:
             cached.keep()  # only after every write succeeded: else the next fold reads anew
-        return len(records), (v.idx if v is not None else None)
+        return applied, (v.idx if v is not None else None)
 
 
 class _FoldCache:
@@ -383,7 +388,7 @@ class _FoldCache:
             _FoldCache._by_root[self.state.root] = self
 
 
-def _write_segment(state: StateDir, worker_id: str, records: list[dict[str, Any]],
+def _write_segment(state: StateDir, worker_id: str, lines: list[bytes],
                    check: Callable[[], None], *, replaces: list[Path] | None = None,
                    journals: dict[str, int] | None = None) -> Path:
     """One new segment, then the list naming it (I4): a crash between the two leaves an
@@ -394,7 +399,7 @@ def _write_segment(state: StateDir, worker_id: str, records: list[dict[str, Any]
     live = segment_files(state)
     seq = max((int(p.name[:8]) for p in live if p.name[:8].isdigit()), default=0) + 1
     path = d / f"{seq:08d}-{worker_id}-{secrets.token_hex(3)}.jsonl"
-    atomic_write(path, b"".join(orjson.dumps(r) + b"\n" for r in records), before_replace=check)
+    atomic_write(path, b"\n".join(lines) + b"\n", before_replace=check)
     gone = set(replaces or ())
     _write_list(state, [p for p in live if p not in gone] + [path], check, journals=journals)
     return path
@@ -417,8 +422,8 @@ def _maintain(state: StateDir, output_dir: Path | None, check: Callable[[], None
         _drop(segs, check)
         _drop_orphans(state, check)
     elif len(segs) > MAX_SEGMENTS:
-        records = [rec for p in segs for rec in read_segment(p)]
-        _write_segment(state, "combined", records, check, replaces=segs)
+        lines = [orjson.dumps(rec) for p in segs for rec in read_segment(p)]
+        _write_segment(state, "combined", lines, check, replaces=segs)
         _drop(segs, check)
 
 

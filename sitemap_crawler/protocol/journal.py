@@ -8,15 +8,24 @@ fsynced before a ticket is completed, and its directory entry when it is created
 so a completed ticket's results survive a power loss.  A worker that ends cleanly renames its
 journal to ``<worker-id>.closed.jsonl``.  Journals are deleted only by the merge, and only as
 index.py J2 allows: never while a ticket is claimed under their worker's id.
+
+J3 (cheap readers). A live worker publishes in its heartbeat (heartbeat.py H1) the pair
+``journal: [records, bytes]``: its journal's first ``bytes`` bytes hold ``records`` complete
+records.  A reader that only counts (``status``) reads the bytes after that offset, not the
+whole journal, so its cost is what was written since the last beat, not the whole run; the
+speed is taken from the journals' tails (:func:`tail_records`).  A journal without that
+pair (closed, or of a dead worker) is counted in full: it exists only until the next merge.
 """
 
 from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
+
+import orjson
 
 from sitemap_crawler.protocol.fsutil import fsync_dir
 
@@ -30,6 +39,8 @@ class Journal:
         # journal, so keeping the offset ourselves is just as safe.
         self._fd = os.open(self.path, os.O_WRONLY | os.O_CREAT, 0o644)
         self._offset = os.fstat(self._fd).st_size
+        # J3: records counted from an empty file only (a worker id is new in every process)
+        self.records: int | None = 0 if self._offset == 0 else None
         fsync_dir(journal_dir)
 
     def append(self, record: dict[str, Any]) -> None:
@@ -38,6 +49,12 @@ class Journal:
         while written < len(data):  # short writes are legal; finish the line
             written += os.pwrite(self._fd, data[written:], self._offset + written)
         self._offset += len(data)
+        if self.records is not None:
+            self.records += 1
+
+    def position(self) -> list[int] | None:
+        """J3: ``[records, bytes]`` for the heartbeat, or None when not counted."""
+        return None if self.records is None else [self.records, self._offset]
 
     def sync(self) -> None:
         os.fsync(self._fd)
@@ -122,3 +139,51 @@ def ticket_progress(journal_dir: Path, worker_id: str, ticket_id: str) -> dict[s
             if rec.get("ticket") == ticket_id and rec.get("final"):
                 done[rec["url"]] = rec.get("outcome", "ok")
     return done
+
+
+_BLOCK = 1 << 16
+
+
+def count_records(path: Path, start: int = 0, records: int = 0) -> int:
+    """Complete lines in ``path`` after byte ``start`` plus ``records`` (J3); 0 if gone."""
+    try:
+        f = open(path, "rb")  # noqa: SIM115 - closed by the with below; ENOENT is normal
+    except FileNotFoundError:
+        return 0
+    with f:
+        size = os.fstat(f.fileno()).st_size
+        if start > size:  # a share's client may serve an older size for a moment
+            return records
+        f.seek(start)
+        while chunk := f.read(1 << 20):
+            records += chunk.count(b"\n")
+    return records
+
+
+def tail_records(path: Path, since: Callable[[list[dict[str, Any]]], bool],
+                 block: int = _BLOCK) -> list[dict[str, Any]]:
+    """The last records of a journal, read backwards in growing blocks until ``since`` (given
+    the records read so far, oldest first) says enough were read, or the file's start (J3)."""
+    try:
+        f = open(path, "rb")  # noqa: SIM115 - closed by the with below; ENOENT is normal
+    except FileNotFoundError:
+        return []
+    with f:
+        size = os.fstat(f.fileno()).st_size
+        while True:
+            start = max(0, size - block)
+            f.seek(start)
+            data = f.read(size - start)
+            if start > 0:
+                data = data[data.find(b"\n") + 1:] if b"\n" in data else b""
+            recs: list[dict[str, Any]] = []
+            for line in data.split(b"\n")[:-1]:  # a torn last line has no newline
+                try:
+                    rec = orjson.loads(line)
+                except orjson.JSONDecodeError:
+                    continue
+                if isinstance(rec, dict) and "url" in rec:
+                    recs.append(rec)
+            if start == 0 or since(recs):
+                return recs
+            block *= 4

@@ -3,10 +3,12 @@
 File names (every name is unique for all time, so no *move* between states ever targets an
 existing name; only ``[A-Za-z0-9._-]`` are used, as SMB clients escape others in listings)::
 
-    pending/<ticket>.<gen>.json               waiting; gen grows each time it is handed back
-    claimed/<ticket>.<gen>_<worker>.json      held by <worker>
-    completed/<ticket>.<gen>_<worker>.json    every URL reached a final state
-    failed/<ticket>.<gen>_<worker>.json       some URL used up its retries (``resume``)
+    pending/<ticket>.<gen>.json                     waiting; gen grows each time it is handed back
+    claimed/<ticket>.<gen>_<worker>.json            held by <worker>
+    completed/<ticket>.<gen>_<worker>_<stamp>.json  every URL reached a final state at <stamp>
+                                                    (``YYYYmmddTHHMMSSZ``, the finisher's UTC)
+    completed/<ticket>.<gen>_<worker>.json          being finished (T3), or an older version's
+    failed/<ticket>.<gen>_<worker>.json             some URL used up its retries (``resume``)
 
 Invariants (see ../shared/netfs/README.md for why each primitive was chosen):
 
@@ -18,10 +20,13 @@ Invariants (see ../shared/netfs/README.md for why each primitive was chosen):
   name.  Before it writes a result or completes, it checks that; a worker that was paused or
   cut off and lost its ticket drops it without writing anything else.
 * T3 (complete). ``claimed/X_w`` → ``completed/X_w`` (or ``failed/``) by rename: if the rename
-  fails, somebody took the ticket back and the worker drops it.  Only then is the completed
-  file rewritten with the final progress: the one rename onto an existing name in the queue
-  (``atomic_write``, retried on SMB).  Nobody else writes or renames that file; readers
-  (status, T7) take a moment's absence on SMB for "being finished" and skip it.
+  fails, somebody took the ticket back and the worker drops it.  Only then is the final
+  progress written: into completed/ as a *new* file ``X_w_<stamp>`` (``atomic_write`` onto a
+  name nobody else ever uses, so SMB's non-atomic replace is not involved), after which the
+  bare ``completed/X_w`` is unlinked; in failed/ the file is rewritten in place (the one
+  rename onto an existing name in the queue, retried on SMB).  Nobody else writes either
+  file; a crash between the two steps leaves both names, which readers count once (by
+  ticket id) and T7 tidies.  Readers take a moment's absence on SMB for "being finished".
 * T4 (hand back). With progress ``done`` (url → final outcome), a ticket is written as a *new*
   file ``pending/X.<g+1>.json`` and the claimed file is removed.  A crash between the two steps
   leaves two copies: the work is done twice (results are idempotent), never lost.
@@ -34,11 +39,19 @@ Invariants (see ../shared/netfs/README.md for why each primitive was chosen):
 * T5b (orphans). A ticket claimed under a worker's own id that the worker does not hold (a
   rename that happened on the server but answered an error) is handed back by that worker's
   own reclaim, so it never waits for itself.
-* T7 (retention). ``completed/`` is terminal: nothing renames a ticket out of it.  prepare
-  deletes completed tickets whose ``completed_at`` (written by the finishing worker, T3) is
-  older than ``crawl_state.keep_completed``; one without ``completed_at`` is being finished
-  right now, or its finisher died in between, and is kept.  url-index.json holds each URL's
-  outcome, so nothing is lost with them.  ``failed/`` is never pruned: it waits for ``resume``.
+* T7 (retention, by name alone). ``completed/`` is terminal: nothing renames a ticket out of
+  it.  prepare deletes completed tickets whose name's ``<stamp>`` (the finisher's clock, as
+  ``completed_at`` always was) is older than ``crawl_state.keep_completed``, *without opening
+  them*: a prepare costs one listing of completed/, not one read per completed ticket.  A
+  name without a stamp is never deleted for its age unless its content says it is finished:
+  it is a ticket being finished right now (T3's final file is not written yet) or one whose
+  finisher died in between (kept, as before), or one finished by an older version
+  (``completed_at`` in the content): that one is read once and renamed to its stamped name
+  (a new unique name inside completed/), or deleted if it is already old.  A bare name whose
+  stamped twin exists is a leftover of T3's last step and is deleted.  So a ticket being
+  finished is never deleted whatever the clocks say; a clock skew only moves *when* a
+  finished one goes.  url-index.json holds each URL's outcome, so nothing is lost with them.
+  ``failed/`` is never pruned: it waits for ``resume``.
 * T8 (durability). Every move between states fsyncs both directories (fsutil D) before the
   mover acts on it; tickets added by prepare are made durable by one ``os.sync()`` at its end.
 * T6 (at-least-once). Every URL of a ticket is processed at least once; results (markdown
@@ -47,6 +60,7 @@ Invariants (see ../shared/netfs/README.md for why each primitive was chosen):
 
 from __future__ import annotations
 
+import calendar
 import contextlib
 import logging
 import os
@@ -60,7 +74,13 @@ from urllib.parse import unquote
 
 import orjson
 
-from sitemap_crawler.protocol.fsutil import TMP_PREFIX, atomic_write, move_exclusive, read_bytes
+from sitemap_crawler.protocol.fsutil import (
+    TMP_PREFIX,
+    atomic_write,
+    move_exclusive,
+    read_bytes,
+    unlink_quiet,
+)
 from sitemap_crawler.protocol.state import StateDir
 from sitemap_crawler.timestamps import parse_ts, utcnow
 
@@ -75,28 +95,60 @@ def claimed_owners(state: StateDir) -> set[str]:
         return set()
     return {n.owner for n in (TicketName.parse(e) for e in entries) if n and n.owner}
 
+STAMP_FORMAT = "%Y%m%dT%H%M%SZ"  # completion time in a completed ticket's name (T7)
+
+
+def stamp_of(ts: str) -> str:
+    """``2026-11-23T13:47:59Z`` -> ``20261123T134759Z``: only [0-9TZ], sorts like the time."""
+    return ts.replace("-", "").replace(":", "")
+
+
+def stamp_seconds(stamp: str) -> float | None:
+    """Seconds since the epoch of a name's stamp, or None if it is not one."""
+    try:
+        return float(calendar.timegm(time.strptime(stamp, STAMP_FORMAT)))
+    except ValueError:
+        return None
+
+
 @dataclass(frozen=True)
 class TicketName:
     ticket_id: str
     gen: int
     owner: str | None
+    done_at: str | None = None  # completed/ only: the finisher's stamp (T3, T7)
 
     @classmethod
     def parse(cls, name: str) -> TicketName | None:
         if not name.endswith(".json") or name.startswith(TMP_PREFIX):
             return None
         # smbnetfs lists some characters %-escaped (seen: '@' as '%40'), though it opens the
-        # real name; our names use only [A-Za-z0-9._-] and '_' separates the owner.
+        # real name; our names use only [A-Za-z0-9._-], '_' separates the owner and then
+        # the stamp (neither ticket ids nor worker ids contain '_').
         stem = unquote(name[:-5])
-        base, _, owner = stem.partition("_")
+        base, _, rest = stem.partition("_")
+        owner, _, stamp = rest.partition("_")
         tid, _, gen = base.rpartition(".")
         if not tid or not gen.isdigit():
             return None
-        return cls(tid, int(gen), owner or None)
+        if stamp and (not owner or stamp_seconds(stamp) is None):
+            owner, stamp = rest, ""  # not a stamp: an owner with '_' (never ours) stays whole
+        return cls(tid, int(gen), owner or None, stamp or None)
 
-    def file(self, owner: str | None = None, gen: int | None = None) -> str:
+    def file(self, owner: str | None = None, gen: int | None = None,
+             done_at: str | None = None) -> str:
+        """The file name for this ticket with another owner/gen/stamp (never the own stamp:
+        a name derived for a move is always stampless unless asked)."""
         g = self.gen if gen is None else gen
-        return f"{self.ticket_id}.{g}_{owner}.json" if owner else f"{self.ticket_id}.{g}.json"
+        if not owner:
+            return f"{self.ticket_id}.{g}.json"
+        tail = f"_{done_at}" if done_at else ""
+        return f"{self.ticket_id}.{g}_{owner}{tail}.json"
+
+    @property
+    def filename(self) -> str:
+        """The exact name this ticket was listed under."""
+        return self.file(self.owner, done_at=self.done_at)
 
 
 @dataclass
@@ -216,8 +268,15 @@ class TicketQueue:
         if not move_exclusive(c.path, dst, durable=True):
             return None
         c.data.update(self._progress(c))
-        c.data["completed_at"] = utcnow()
-        atomic_write(dst, orjson.dumps(c.data))
+        c.data["completed_at"] = now = utcnow()
+        if state == "failed":
+            atomic_write(dst, orjson.dumps(c.data))
+            return state
+        # T3/T7: the final file gets a new name carrying the time, so retention never has to
+        # open it; the bare name is "being finished" until this file is in place.
+        final = dst.with_name(c.name.file(c.name.owner, done_at=stamp_of(now)))
+        atomic_write(final, orjson.dumps(c.data))
+        unlink_quiet(dst, busy_ok=True)  # if the share refuses now, T7 removes it later
         return state
 
     # -- T4 ----------------------------------------------------------------------------------
@@ -292,20 +351,40 @@ class TicketQueue:
 
     # -- T7 ----------------------------------------------------------------------------------
     def prune_completed(self, max_age: float, now: float | None = None) -> int:
-        """Delete completed tickets finished more than ``max_age`` seconds ago (T7)."""
+        """Delete completed tickets finished more than ``max_age`` seconds ago (T7).
+
+        Decided from the names: a stamped ticket is never opened.  Only a bare name without a
+        stamped twin is read (an older version's ticket, read once and then renamed to its
+        stamped name; or one being finished, which is kept).  Returns tickets deleted."""
         cutoff = (time.time() if now is None else now) - max_age
+        directory = self.dirs["completed"]
+        names = self.names("completed")
+        stamped = {(n.ticket_id, n.gen, n.owner) for n in names if n.done_at}
         n = 0
-        for name in self.names("completed"):
+        for name in names:
+            path = directory / name.filename
+            if name.done_at is not None:
+                finished = stamp_seconds(name.done_at)
+                if finished is not None and finished < cutoff:
+                    n += unlink_quiet(path, busy_ok=True)
+                continue
+            if (name.ticket_id, name.gen, name.owner) in stamped:
+                unlink_quiet(path, busy_ok=True)  # T3's last step, left by a crash or EBUSY
+                continue
             data = self.read("completed", name)
-            finished = parse_ts(data.get("completed_at")) if data else None
-            if finished is not None and finished < cutoff:
-                with contextlib.suppress(FileNotFoundError):
-                    (self.dirs["completed"] / name.file(name.owner)).unlink()
-                    n += 1
+            at = data.get("completed_at") if data else None
+            finished = parse_ts(at) if isinstance(at, str) else None
+            if finished is None or name.owner is None:
+                continue  # being finished right now, or its finisher died: kept
+            if finished < cutoff:
+                n += unlink_quiet(path, busy_ok=True)
+            else:  # an older version's ticket: give it its stamp, so it is never read again
+                stamp = time.strftime(STAMP_FORMAT, time.gmtime(finished))
+                move_exclusive(path, directory / name.file(name.owner, done_at=stamp))
         return n
 
     def read(self, state: str, name: TicketName) -> dict[str, Any] | None:
-        raw = read_bytes(self.dirs[state] / name.file(name.owner))
+        raw = read_bytes(self.dirs[state] / name.filename)
         try:
             data = orjson.loads(raw) if raw else None
         except orjson.JSONDecodeError:
