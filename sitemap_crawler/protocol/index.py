@@ -7,8 +7,8 @@ Format (roadmap v0.4.0, extended): a **base** file and **segments** beside it::
                             "last_crawled": "2026-11-21T12:00:00Z",
                             "file_path": "host/page.md", "outcome": "new", ...}}
     url-index.d/00000007-<writer>.jsonl   one record per line: {"url": ..., <entry fields>}
-    url-index.segments.json   {"segments": ["00000007-<writer>.jsonl", ...],
-                               "base_entries": N, "base_id": "<new with each base>"}
+    url-index.segments.json   {"segments": ["00000007-<writer>.jsonl", ...], "base_entries": N,
+                               "base_bytes": B, "base_id": "<new with each base>", ...}
 
 The index is the base with every segment's records folded over it in name order, each
 through :func:`apply` (the newest crawl of a URL wins, fields merge), exactly as the journals
@@ -75,6 +75,8 @@ import json
 import logging
 import os
 import secrets
+import shutil
+import tempfile
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -87,8 +89,10 @@ from sitemap_crawler.errors import CrawlError
 from sitemap_crawler.frontmatter import read_front_matter
 from sitemap_crawler.protocol.frontier import Frontier
 from sitemap_crawler.protocol.fsutil import (
+    STALE_SIZE_WINDOW,
     RenameLock,
     atomic_write,
+    on_network_fs,
     read_settled,
     unlink_quiet,
 )
@@ -150,13 +154,15 @@ def segment_files(state: StateDir) -> list[Path]:
 
 
 def _write_list(state: StateDir, segments: list[Path], check: Callable[[], None],
-                base_entries: int | None = None, journals: dict[str, int] | None = None,
+                base: tuple[int, int] | None = None, journals: dict[str, int] | None = None,
                 ) -> None:
-    """``journals``: how far each journal is folded now (J4); kept as it was if None."""
+    """``base``: (entries, bytes) of a base just written; ``journals``: how far each journal
+    is folded now (J4).  Either is kept as it was if None."""
     old = _read_list(state)
-    fresh = base_entries is not None  # a new base: a new identity (_FoldCache)
+    fresh = base is not None  # a new base: a new identity (_FoldCache)
     data = {"segments": [p.name for p in segments],
-            "base_entries": base_entries if fresh else old.get("base_entries"),
+            "base_entries": base[0] if base is not None else old.get("base_entries"),
+            "base_bytes": base[1] if base is not None else old.get("base_bytes"),
             "base_id": secrets.token_hex(8) if fresh else old.get("base_id"),
             "journals": old.get("journals") or {} if journals is None else journals,
             "updated_at": utcnow()}
@@ -432,7 +438,7 @@ def write_base(state: StateDir, idx: Index, check: Callable[[], None]) -> None:
     not a 250 MB file).  Every segment listed before is now in the base (I2)."""
     data = orjson.dumps(idx, option=orjson.OPT_SORT_KEYS)
     atomic_write(state.index_path, data, before_replace=check)
-    _write_list(state, [], check, base_entries=len(idx))
+    _write_list(state, [], check, base=(len(idx), len(data)))
 
 
 def _drop(segments: list[Path], check: Callable[[], None]) -> None:
@@ -554,19 +560,48 @@ def iter_view(state: StateDir) -> Iterator[tuple[str, dict[str, Any]]]:
         break
     else:
         raise CrawlError(f"{state.root}: the url-index kept changing while it was read")
-    for url, entry in iter_entries(state.index_path):
-        recs = later.pop(url, None)
-        if recs:
-            one = {url: entry}
-            for rec in recs:
-                apply(one, rec)
-            entry = one[url]
-        yield url, entry
+    with _settled_base(state) as base:
+        for url, entry in iter_entries(base):
+            recs = later.pop(url, None)
+            if recs:
+                one = {url: entry}
+                for rec in recs:
+                    apply(one, rec)
+                entry = one[url]
+            yield url, entry
     for url, recs in later.items():
         one: Index = {}
         for rec in recs:
             apply(one, rec)
         yield url, one[url]
+
+
+@contextlib.contextmanager
+def _settled_base(state: StateDir) -> Iterator[Path]:
+    """The base to stream from.  On a network share, a local copy whose size is the one the
+    segment list recorded for it: S1 for a streaming reader, which cannot take back entries
+    it has yielded when a client that still believes the replaced file's size cuts the read
+    short (seen on sshfs while a compaction replaced the base).  After the S1 window the copy
+    is used as it is, and a short one fails with one line."""
+    path = state.index_path
+    if not on_network_fs(path):
+        yield path
+        return
+    deadline = time.monotonic() + STALE_SIZE_WINDOW
+    with tempfile.TemporaryDirectory(prefix="sitemap-crawler-index-") as tmp:
+        copy = Path(tmp) / path.name
+        while True:
+            want = _read_list(state).get("base_bytes")
+            try:
+                shutil.copyfile(path, copy)
+            except FileNotFoundError:
+                copy.unlink(missing_ok=True)
+                break
+            if not isinstance(want, int) or copy.stat().st_size == want \
+                    or time.monotonic() >= deadline:
+                break
+            time.sleep(0.2)
+        yield copy
 
 
 _CHUNK = 1 << 20
