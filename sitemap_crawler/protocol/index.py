@@ -8,7 +8,8 @@ Format (roadmap v0.4.0, extended): a **base** file and **segments** beside it::
                             "file_path": "host/page.md", "outcome": "new", ...}}
     url-index.d/00000007-<writer>.jsonl   one record per line: {"url": ..., <entry fields>}
     url-index.segments.json   {"segments": ["00000007-<writer>.jsonl", ...], "base_entries": N,
-                               "base_bytes": B, "base_id": "<new with each base>", ...}
+                               "base_bytes": B, "base_hash": "<blake2b>",
+                               "base_id": "<new with each base>", "journals": {...}}
 
 The index is the base with every segment's records folded over it in name order, each
 through :func:`apply` (the newest crawl of a URL wins, fields merge), exactly as the journals
@@ -71,11 +72,11 @@ from __future__ import annotations
 
 import codecs
 import contextlib
+import hashlib
 import json
 import logging
 import os
 import secrets
-import shutil
 import tempfile
 import time
 from collections.abc import Callable, Iterator
@@ -154,15 +155,16 @@ def segment_files(state: StateDir) -> list[Path]:
 
 
 def _write_list(state: StateDir, segments: list[Path], check: Callable[[], None],
-                base: tuple[int, int] | None = None, journals: dict[str, int] | None = None,
-                ) -> None:
-    """``base``: (entries, bytes) of a base just written; ``journals``: how far each journal
-    is folded now (J4).  Either is kept as it was if None."""
+                base: tuple[int, int, str] | None = None,
+                journals: dict[str, int] | None = None) -> None:
+    """``base``: (entries, bytes, digest) of a base just written; ``journals``: how far each
+    journal is folded now (J4).  Either is kept as it was if None."""
     old = _read_list(state)
     fresh = base is not None  # a new base: a new identity (_FoldCache)
     data = {"segments": [p.name for p in segments],
             "base_entries": base[0] if base is not None else old.get("base_entries"),
             "base_bytes": base[1] if base is not None else old.get("base_bytes"),
+            "base_hash": base[2] if base is not None else old.get("base_hash"),
             "base_id": secrets.token_hex(8) if fresh else old.get("base_id"),
             "journals": old.get("journals") or {} if journals is None else journals,
             "updated_at": utcnow()}
@@ -438,7 +440,7 @@ def write_base(state: StateDir, idx: Index, check: Callable[[], None]) -> None:
     not a 250 MB file).  Every segment listed before is now in the base (I2)."""
     data = orjson.dumps(idx, option=orjson.OPT_SORT_KEYS)
     atomic_write(state.index_path, data, before_replace=check)
-    _write_list(state, [], check, base=(len(idx), len(data)))
+    _write_list(state, [], check, base=(len(idx), len(data), _digest(data)))
 
 
 def _drop(segments: list[Path], check: Callable[[], None]) -> None:
@@ -578,11 +580,13 @@ def iter_view(state: StateDir) -> Iterator[tuple[str, dict[str, Any]]]:
 
 @contextlib.contextmanager
 def _settled_base(state: StateDir) -> Iterator[Path]:
-    """The base to stream from.  On a network share, a local copy whose size is the one the
-    segment list recorded for it: S1 for a streaming reader, which cannot take back entries
-    it has yielded when a client that still believes the replaced file's size cuts the read
-    short (seen on sshfs while a compaction replaced the base).  After the S1 window the copy
-    is used as it is, and a short one fails with one line."""
+    """The base to stream from.  On a network share, a local copy with the digest the segment
+    list records for the base, the list naming the same base before and after the copy: S1
+    for a streaming reader, which cannot take back entries it has yielded.  Seen on sshfs
+    while a compaction replaced the base: a client that still believed the old file's size
+    cut the read short at exactly the size the list still gave (the base is written before
+    the list), so a size check is not enough.  After the S1 window the copy is used as it
+    is, and a bad one fails with one line."""
     path = state.index_path
     if not on_network_fs(path):
         yield path
@@ -591,20 +595,48 @@ def _settled_base(state: StateDir) -> Iterator[Path]:
     with tempfile.TemporaryDirectory(prefix="sitemap-crawler-index-") as tmp:
         copy = Path(tmp) / path.name
         while True:
-            want = _read_list(state).get("base_bytes")
+            before = _read_list(state)
             try:
-                shutil.copyfile(path, copy)
+                digest = _copy(path, copy)
             except FileNotFoundError:
                 copy.unlink(missing_ok=True)
                 break
-            if not isinstance(want, int) or copy.stat().st_size == want \
-                    or time.monotonic() >= deadline:
+            after = _read_list(state)  # a base replaced during the copy: copy again
+            if before.get("base_id") == after.get("base_id"):
+                want = after.get("base_hash")
+                if want == digest if want else _parses(copy):
+                    break
+            if time.monotonic() >= deadline:
                 break
             time.sleep(0.2)
         yield copy
 
 
 _CHUNK = 1 << 20
+
+
+def _copy(src: Path, dst: Path) -> str:
+    """Copy ``src``; its digest as :func:`_digest` gives it."""
+    h = hashlib.blake2b(digest_size=16)
+    with open(src, "rb") as i, open(dst, "wb") as o:
+        while chunk := i.read(_CHUNK):
+            h.update(chunk)
+            o.write(chunk)
+    return h.hexdigest()
+
+
+def _digest(data: bytes) -> str:
+    return hashlib.blake2b(data, digest_size=16).hexdigest()
+
+
+def _parses(path: Path) -> bool:
+    """A base written by an earlier version (no digest in the list): whole, if it parses."""
+    try:
+        for _ in iter_entries(path):
+            pass
+    except CrawlError:
+        return False
+    return True
 
 
 def iter_entries(path: Path) -> Iterator[tuple[str, dict[str, Any]]]:
