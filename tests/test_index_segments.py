@@ -120,6 +120,11 @@ def test_an_index_of_an_earlier_version_is_a_base_without_segments(tmp_path):
     _merge(state)
     assert url_index.count(state) == 51
     assert "https://docs.example/new-page" in url_index.load_view(state)
+    # prepare reads the whole view: the base is rewritten once, and the list has its figures
+    idx = url_index.merged_index(state, new_worker_id(), lambda w: False)
+    listed = orjson.loads((state.root / url_index.LIST_FILE).read_bytes())
+    assert listed["base_entries"] == len(idx) == 51 and listed["segments"] == []
+    assert listed["base_id"] and listed["base_hash"]
 
 
 def test_records_folded_twice_change_nothing(tmp_path):

@@ -21,7 +21,8 @@ learnt, and the base is rewritten (**compacted**) only when the segments reach h
 :data:`MAX_SEGMENTS` of them (they are then combined into one segment, not into the base),
 or when a change that is not a crawl result (tombstones, :func:`update`) needs it.  Both
 files stay plain JSON / JSON lines a person can read; ``export`` gives the folded view.  An
-index written by an earlier version is just a base without segments.
+index written by an earlier version is just a base without segments (the first prepare rewrites it
+once, so that the segment list holds its figures).
 
 Workers never write the index: they append to their own journals (journal.py), and
 :func:`merge` folds the journals in under a cross-machine RenameLock.  A corrupt base found
@@ -419,11 +420,14 @@ def _maintain(state: StateDir, output_dir: Path | None, check: Callable[[], None
     combine segments when there are too many.  ``v``, when given, is the view read under this
     lock hold, already holding ``written``'s records."""
     segs = segment_files(state)
-    if not segs and not (v is not None and v.rebuilt):
+    base_bytes = _size(state.index_path)
+    # An index of an earlier version has no list naming its base: migrate it once, when the
+    # whole view is in memory anyway (prepare), so status and export get its figures.
+    migrate = v is not None and base_bytes > 0 and not _read_list(state).get("base_id")
+    if not segs and not migrate and not (v is not None and v.rebuilt):
         return
     seg_bytes = sum(_size(p) for p in segs)
-    base_bytes = _size(state.index_path)
-    if (v is not None and v.rebuilt) or seg_bytes * 2 > base_bytes:
+    if (v is not None and v.rebuilt) or migrate or seg_bytes * 2 > base_bytes:
         if v is None:
             v = _read_view(state, output_dir, rebuild=True)
         write_base(state, v.idx, check)
