@@ -6,7 +6,10 @@ runs are comparable) to look like real documentation pages: header, a nav with 1
 sidebar, an article with headings, paragraphs, code, tables and lists, and a footer; each is
 10-30 KB.
 
-    python bench/bench_convert.py [--pages 200] [--rounds 3] [--phases]
+    python bench/bench_convert.py [--pages 200] [--rounds 3] [--phases] [--site DIR]
+
+``--site DIR`` takes ``--pages`` pages (evenly spaced, sorted by path) from a site that
+bench/site.py built (either shape) instead of generating them.
 """
 
 from __future__ import annotations
@@ -180,6 +183,7 @@ def main() -> None:
     ap.add_argument("--pages", type=int, default=200)
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--phases", action="store_true", help="also break our time down")
+    ap.add_argument("--site", type=Path, help="pages from a bench/site.py site directory")
     args = ap.parse_args()
 
     import markdownify
@@ -188,7 +192,12 @@ def main() -> None:
     from sitemap_crawler.convert.markdown import html_to_markdown, render_document
     from sitemap_crawler.convert.output import OutputLayout
 
-    pages = [make_page(i) for i in range(args.pages)]
+    if args.site:
+        files = sorted(args.site.rglob("*.html"))
+        step = max(1, len(files) // args.pages)
+        pages = [f.read_text(encoding="utf-8") for f in files[::step][:args.pages]]
+    else:
+        pages = [make_page(i) for i in range(args.pages)]
     sizes = [len(p.encode()) for p in pages]
     print(f"{len(pages)} pages, {min(sizes) / 1024:.1f}-{max(sizes) / 1024:.1f} KB "
           f"(mean {statistics.mean(sizes) / 1024:.1f} KB), best of {args.rounds} rounds, "

@@ -1,6 +1,7 @@
 """The crawl benchmark: sitemap-crawler beside Scrapy (+ markdownify) on one nginx site.
 
     python -m bench.bench_work [--pages 5000] [--workdir DIR] [--skip-scrapy] [--rounds 3]
+                               [--shape docs|long]
 
 In one run, against the same static documentation site served by nginx on 127.0.0.1
 (apt-get install nginx; bench/nginx.py runs a private instance):
@@ -134,13 +135,15 @@ def main() -> None:
     ap.add_argument("--skip-scrapy", action="store_true")
     ap.add_argument("--rounds", type=int, default=3,
                     help="first passes with 4 and with 1 worker, alternating (default 3)")
+    ap.add_argument("--shape", choices=bench_site.SHAPES, default="docs",
+                    help="the bench site's pages (bench/site.py); bench_crawl runs both")
     a = ap.parse_args()
     work = a.workdir or Path(tempfile.mkdtemp(prefix="bench-work-"))
     work.mkdir(parents=True, exist_ok=True)
     root = work / "site"
     if not (root / "bench-manifest.json").exists() and not any(root.glob("*")):
-        bench_site.build_site(root, pages=a.pages)
-    emit({"event": "site", "root": str(root), "pages": a.pages,
+        bench_site.build_site(root, pages=a.pages, shape=a.shape)
+    emit({"event": "site", "root": str(root), "pages": a.pages, "shape": a.shape,
           "loadavg_1m": round(os.getloadavg()[0], 2), "cpus": os.cpu_count()})
     results: list[dict[str, Any]] = []
 

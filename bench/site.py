@@ -1,8 +1,10 @@
 """Static benchmark sites written to disk, to be served by nginx (see bench/nginx.py).
 
 Why static files: benchmarks must measure the crawler, so the server has to be fast and
-boring.  Pages come from the demo site's renderer (``sitemap_crawler.demo.site``) with a fixed
-footer instead of the live clock, 10-30 KB each.
+boring.  Two shapes (``shape=``/``--shape``): ``docs``, the demo site's renderer
+(``sitemap_crawler.demo.site``) with a fixed footer instead of the live clock, 10-30 KB each;
+``long`` (bench/longsite.py), long prose pages (40-90 KB) under deep, heavy navigation with
+few code blocks, the "another site of the same kind" of issue 13.
 
 - ``build_site(root, pages=5000)``: the pages plus ``bench-site.json`` (path -> version,
   lastmod); file mtimes are set to each page's lastmod, so nginx's Last-Modified matches the
@@ -30,6 +32,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from xml.sax.saxutils import escape
 
+from bench.longsite import LongSite
 from sitemap_crawler.demo import site as demosite
 
 MANIFEST = "bench-site.json"
@@ -53,7 +56,16 @@ def page_file(root: Path, url_path: str) -> Path:
     return root / rel
 
 
-def _site(pages: int, seed: int) -> demosite.DemoSite:
+SHAPES = ("docs", "long")
+
+
+def _site(pages: int, seed: int, shape: str = "docs") -> demosite.DemoSite | LongSite:
+    """``docs``: the demo's documentation pages; ``long``: bench/longsite.py (long prose,
+    deep navigation, few code blocks)."""
+    if shape == "long":
+        return LongSite(pages, seed)
+    if shape != "docs":
+        raise ValueError(f"unknown site shape {shape!r} (one of {', '.join(SHAPES)})")
     return demosite.generate(0, pages=pages, seed=seed, size_range=SIZE_RANGE, specials=False)
 
 
@@ -74,7 +86,7 @@ def _save_manifest(root: Path, manifest: dict) -> None:
     _write(Path(root) / MANIFEST, json.dumps(manifest, indent=0, sort_keys=True).encode())
 
 
-def _related(site: demosite.DemoSite, related: int) -> dict[str, list[str]]:
+def _related(site: demosite.DemoSite | LongSite, related: int) -> dict[str, list[str]]:
     """A ``related``-ary tree over all pages (home first, then the generator's order): page
     i links to pages ``related*i+1 .. related*i+related``, so every page is reachable from
     the home page by links, within log_related(N) + 1 hops."""
@@ -94,16 +106,18 @@ def _with_related(body: bytes, links: list[str]) -> bytes:
     return body.replace(b"</main>", nav.encode() + b"</main>", 1)
 
 
-def build_site(root: Path, pages: int = 5_000, seed: int = 7, related: int = 0) -> dict:
+def build_site(root: Path, pages: int = 5_000, seed: int = 7, related: int = 0,
+               shape: str = "docs") -> dict:
     """Write ``pages`` documentation pages (plus home and 5 section indexes) under ``root``.
 
     The demo site's pages link only to the ~50 sidebar pages, so a crawler that follows links
     from the home page reaches 53 of them.  ``related=K`` adds a "Related pages" list of K
     links to every page (a K-ary tree over the whole site, see :func:`_related`) so that
-    link following reaches all of them; the link-following benchmark uses ``related=10``."""
+    link following reaches all of them; the link-following benchmark uses ``related=10``.
+    ``shape`` picks the pages: ``docs`` (the demo's) or ``long`` (bench/longsite.py)."""
     root = Path(root)
     root.mkdir(parents=True, exist_ok=True)
-    site = _site(pages, seed)
+    site = _site(pages, seed, shape)
     tree = _related(site, related) if related else {}
     entries: dict[str, dict] = {}
     total = 0
@@ -114,6 +128,7 @@ def build_site(root: Path, pages: int = 5_000, seed: int = 7, related: int = 0) 
         entries[page.path] = {"version": page.version, "lastmod": _w3c(page.lastmod),
                               "section": page.section}
     manifest = {"pages": pages, "seed": seed, "related": related, "mutations": 0,
+                "shape": shape,
                 "base_url": None,
                 "bytes": total, "urls": entries}
     _save_manifest(root, manifest)
@@ -176,7 +191,7 @@ def mutate(root: Path, fraction: float = 0.05, seed: int | None = None) -> list[
     """
     root = Path(root)
     manifest = load_manifest(root)
-    site = _site(manifest["pages"], manifest["seed"])
+    site = _site(manifest["pages"], manifest["seed"], manifest.get("shape", "docs"))
     tree = _related(site, manifest["related"]) if manifest.get("related") else {}
     step = manifest["mutations"]
     rng = random.Random(f"{manifest['seed']}:mutate:{step}" if seed is None else seed)
@@ -251,6 +266,9 @@ def main(argv: list[str] | None = None) -> int:
     b.add_argument("--seed", type=int, default=7)
     b.add_argument("--related", type=int, default=0,
                    help="add K 'Related pages' links per page so links reach every page")
+    b.add_argument("--shape", choices=SHAPES, default="docs",
+                   help="docs: the demo's docs pages (10-30 KB); long: long prose pages "
+                        "under deep, heavy navigation (bench/longsite.py)")
     s = sub.add_parser("sitemaps", help="write robots.txt and sitemaps for a base URL")
     s.add_argument("root", type=Path)
     s.add_argument("--base", required=True, help="e.g. http://127.0.0.1:8088")
@@ -265,7 +283,7 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     t0 = time.perf_counter()
     if args.cmd == "build":
-        man = build_site(args.root, args.pages, args.seed, args.related)
+        man = build_site(args.root, args.pages, args.seed, args.related, args.shape)
         print(f"{len(man['urls'])} pages, {man['bytes'] / 1e6:.1f} MB in {args.root}")
     elif args.cmd == "sitemaps":
         print(write_sitemaps(args.root, args.base))

@@ -29,6 +29,7 @@ from sitemap_crawler.config import Site
 from sitemap_crawler.convert.markdown import (
     html_to_markdown,
     normalized_hash,
+    parse_html,
     parse_robots_directives,
     render_document,
     text_document,
@@ -487,11 +488,16 @@ class Worker:
                 text, url=url, final_url=r.final_url, status=r.status, fetched_at=now,
                 title=title, extra=meta, front_matter_enabled=fm)), []
         html, _enc = decode_html(r.body, r.headers.get("content-type"))
-        html, how = self._render(r, url, html)
+        doc = parse_html(html)  # once: the shell check and the conversion share the tree
+        rendered, how = self._render(r, url, html, doc)
         if isinstance(how, Outcome):
             return how, []
         meta.update(how)
-        page = html_to_markdown(html, r.final_url)
+        if rendered is html:
+            page = html_to_markdown(html, r.final_url, doc=doc)
+        else:
+            html = rendered
+            page = html_to_markdown(html, r.final_url)
         header_noindex, header_nofollow = parse_robots_directives(
             r.headers.get("x-robots-tag", ""))
         soft = soft_error(page.title, page.markdown, page.text_chars)
@@ -554,16 +560,17 @@ class Worker:
 
 
     # -- pages that need JavaScript (fetch/browser.py) ---------------------------------------
-    def _render(self, r: FetchResult, url: str,
-                html: str) -> tuple[str, dict[str, Any] | Outcome]:
-        """The HTML to convert: the fetched one, or under ``render: browser`` (and ``auto``
-        for a page that is an empty JavaScript shell) the DOM a headless browser rendered
-        from it; with what the index and front matter record about it."""
+    def _render(self, r: FetchResult, url: str, html: str,
+                doc: Any) -> tuple[str, dict[str, Any] | Outcome]:
+        """The HTML to convert: the fetched one (``html`` itself, parsed as ``doc``), or under
+        ``render: browser`` (and ``auto`` for a page that is an empty JavaScript shell) the
+        DOM a headless browser rendered from it; with what the index and front matter record
+        about it."""
         mode = self.s.render
         if mode == "browser":
             why = "render: browser"
         else:
-            why = shell_reason(html, self.s.min_content_chars)
+            why = shell_reason(doc, self.s.min_content_chars)
             if why is None:
                 return html, {}
             if mode == "http":

@@ -30,6 +30,7 @@ __all__ = [
     "front_matter",
     "html_to_markdown",
     "normalized_hash",
+    "parse_html",
     "parse_robots_directives",
     "render_document",
     "text_document",
@@ -116,6 +117,13 @@ def _parser() -> etree.HTMLParser:
     if p is None:
         p = _local.parser = etree.HTMLParser(remove_comments=True, remove_pis=True)
     return p
+
+
+def parse_html(html: str) -> Any | None:
+    """The lxml tree of a page (None for an empty or unreadable one), for callers that look at
+    the page before converting it (the worker's JavaScript-shell check): they pass it back to
+    :func:`html_to_markdown` so the page is parsed once."""
+    return _parse(html)
 
 
 def _parse(html: str) -> Any | None:
@@ -221,9 +229,15 @@ def _tidy(md: str) -> str:
 # --- the entry point -------------------------------------------------------------------------
 
 
-def html_to_markdown(html: str, url: str, *, code_language_default: str | None = None) -> Page:
-    """Convert the main content of ``html`` (fetched from ``url``) to markdown."""
-    doc = _parse(html)
+_UNPARSED: Any = object()
+
+
+def html_to_markdown(html: str, url: str, *, code_language_default: str | None = None,
+                     doc: Any = _UNPARSED) -> Page:
+    """Convert the main content of ``html`` (fetched from ``url``) to markdown; ``doc`` is
+    :func:`parse_html` of ``html`` when the caller has it already (it is not modified)."""
+    if doc is _UNPARSED:
+        doc = _parse(html)
     if doc is None:
         return Page(title="", markdown="", text_chars=0, content_hash=normalized_hash(""),
                     canonical=None, noindex=False, nofollow=False, lang=None,

@@ -201,9 +201,16 @@ class Renderer:
         self.parts = []
         if text.isspace():
             return
-        lines = [ln for ln in (_SPACES_RE.sub(" ", s).strip() for s in text.split("\n")) if ln]
-        if not lines:
-            return
+        if "\n" in text:
+            lines = [ln for ln in (_SPACES_RE.sub(" ", s).strip() for s in text.split("\n"))
+                     if ln]
+            if not lines:
+                return
+        else:  # the common case: one line, no list to build
+            line = _SPACES_RE.sub(" ", text).strip() if "  " in text else text.strip()
+            if not line:
+                return
+            lines = [line]
         if self.cell:
             self.emit(["<br>".join(lines)])
             return
@@ -291,7 +298,8 @@ class Renderer:
         if s.isspace():  # the indentation between tags: one space at most, never a character
             self.parts.append(" ")
             return
-        s = _WS_RE.sub(" ", s)
+        if not s.isprintable() or "  " in s:  # (a newline or tab is not printable)
+            s = _WS_RE.sub(" ", s)
         self.text_chars += len(s)
         self.parts.append(escape_text(s))
 
