@@ -39,6 +39,7 @@ _CANONICAL = re.compile(rf"{_HOST_PORT}/{_PATHCHAR}*(?:{_CANON_ESC}{_PATHCHAR}*)
 _CANONICAL_SEGMENTS = re.compile(
     rf"{_HOST_PORT}(?:/(?!\.\.?(?:[/?]|\Z)){_PCHAR}*(?:{_CANON_ESC}{_PCHAR}*)*)+{_QUERY}"
 )
+_CANONICAL_MANY = re.compile(rf"(?:{_CANONICAL.pattern}\n)*+{_CANONICAL.pattern}")
 _ESCAPE = re.compile(r"%([0-9A-Fa-f]{2})")
 _STRAY_PCT = re.compile(r"%(?![0-9A-F]{2})")
 _SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]*://")
@@ -119,6 +120,19 @@ def normalize_url(url: str) -> str:
     return _normalize_slow(url)
 
 
+def normalize_urls(urls: list[str]) -> list[str]:
+    """``normalize_url`` of each; ``urls`` itself when all are canonical already.
+
+    One regex over the joined list instead of one call per URL: a sitemap's URLs are
+    almost always canonical, and at a million URLs the calls are what costs.
+    """
+    joined = "\n".join(urls)
+    if (urls and "/." not in joined and joined.count("\n") == len(urls) - 1
+            and _CANONICAL_MANY.fullmatch(joined) is not None):
+        return urls
+    return list(map(normalize_url, urls))
+
+
 def _normalize_slow(url: str) -> str:
     """Full normalisation; ``normalize_url`` without the fast path (tests compare both)."""
     url = url.strip()
@@ -175,19 +189,20 @@ def same_host(url: str, hosts: set[str]) -> bool:
     return bool(h) and (h in hosts or _www_variant(h) in hosts)
 
 
-def host_matcher(hosts: Iterable[str]) -> re.Pattern[str]:
+def host_matcher(hosts: Iterable[str], *, many: bool = False) -> re.Pattern[str]:
     """One regex that accepts an http(s) URL on any of ``hosts`` (or their ``www.`` twins).
 
     A hit implies ``is_http_url(u) and same_host(u, hosts)``; a miss decides nothing, so
     callers fall back to those two.  It exists because discovery checks a million URLs.
+    With ``many`` it accepts URLs joined by newlines (a URL it accepts has none), so one
+    call checks a whole list.
     """
     names = sorted({h[4:] if h.startswith("www.") else h for h in hosts if h})
     if not names:
         return re.compile(r"(?!)")
     alt = "|".join(re.escape(n) for n in names)
-    return re.compile(
-        rf"(?i:https?)://(?:www\.)?(?:{alt})(?::[0-9]{{1,5}})?(?:[/?#][^\s\x00-\x1f\x7f]*)?"
-    )
+    one = rf"(?i:https?)://(?:www\.)?(?:{alt})(?::[0-9]{{1,5}})?(?:[/?#][^\s\x00-\x1f\x7f]*+)?"
+    return re.compile(rf"(?:{one}\n)*+{one}" if many else one)
 
 
 _TRANSLATED_RE = re.compile(r"\(\?s:(.*)\)\\[Zz]", re.S)
@@ -258,15 +273,17 @@ class UrlFilter:
         return self.check(url) is None
 
 
-_MASK64 = (1 << 64) - 1
-
-
 class UrlSet:
     """Membership set of URL keys in ~16-32 bytes each: linear probing over 64-bit hashes.
 
     Keys are reduced to Python's 64-bit ``hash()`` (SipHash, salted per process — fine, the
-    set never leaves the process).  Two different keys collide with probability ~n²/2⁶⁵
-    (3e-8 for a million), the price of not storing the strings.  The table doubles when it
+    set never leaves the process), kept signed in an ``array('q')`` so that no big integer
+    is made per URL.  A Python set of the strings would cost ~100 bytes per URL (100 MB
+    for a million), the whole memory budget.  The price is that two different keys can
+    share a hash: with n keys that happens with probability ~n²/2⁶⁵ (2.7e-8 for a million;
+    0 is kept as the empty mark, so 1 stands for both).  Such a URL is not lost silently:
+    prepare counts it as a duplicate and lists it in ``excluded.jsonl``, and because the
+    salt changes with every process the next prepare takes it.  The table doubles when it
     gets half full, so probes stay short.
     """
 
@@ -276,14 +293,14 @@ class UrlSet:
         size = 1024
         while size < 2 * capacity:
             size *= 2
-        self._table = array("Q", bytes(8 * size))
+        self._table = array("q", bytes(8 * size))
         self._mask = size - 1
         self._limit = size // 2
         self._len = 0
 
     def add(self, key: str) -> bool:
         """Add ``key`` (a normalised URL); True if it was not there before."""
-        h = hash(key) & _MASK64 or 1  # 0 marks an empty slot
+        h = hash(key) or 1  # 0 marks an empty slot
         table = self._table
         mask = self._mask
         i = h & mask
@@ -300,12 +317,38 @@ class UrlSet:
             self._grow()
         return True
 
+    def add_many(self, keys: list[str]) -> list[bool]:
+        """``add`` of each key in turn (a key twice in ``keys`` is new only the first time)."""
+        out: list[bool] = []
+        new = out.append
+        table, mask, n, limit = self._table, self._mask, self._len, self._limit
+        for key in keys:
+            h = hash(key) or 1
+            i = h & mask
+            while True:
+                v = table[i]
+                if v == h:
+                    new(False)
+                    break
+                if not v:
+                    table[i] = h
+                    new(True)
+                    n += 1
+                    if n > limit:
+                        self._len = n
+                        self._grow()
+                        table, mask, limit = self._table, self._mask, self._limit
+                    break
+                i = (i + 1) & mask
+        self._len = n
+        return out
+
     def __contains__(self, key: object) -> bool:
         # The probe loop is repeated from add() on purpose: both run a million times in
         # prepare, and a shared helper costs a function call per URL.
         if not isinstance(key, str):
             return False
-        h = hash(key) & _MASK64 or 1
+        h = hash(key) or 1
         table = self._table
         mask = self._mask
         i = h & mask
@@ -327,7 +370,7 @@ class UrlSet:
 
     def _grow(self) -> None:
         size = 2 * len(self._table)
-        table = array("Q", bytes(8 * size))
+        table = array("q", bytes(8 * size))
         mask = size - 1
         for h in filter(None, self._table):
             i = h & mask

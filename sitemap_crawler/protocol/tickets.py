@@ -60,7 +60,13 @@ from urllib.parse import unquote
 
 import orjson
 
-from sitemap_crawler.protocol.fsutil import TMP_PREFIX, atomic_write, move_exclusive, read_bytes
+from sitemap_crawler.protocol.fsutil import (
+    TMP_PREFIX,
+    atomic_write,
+    move_exclusive,
+    read_bytes,
+    write_new_file,
+)
 from sitemap_crawler.protocol.state import StateDir
 from sitemap_crawler.timestamps import parse_ts, utcnow
 
@@ -153,9 +159,8 @@ class TicketQueue:
     # -- creation ----------------------------------------------------------------------------
     def add(self, ticket: dict[str, Any]) -> Path:
         """Write a new pending ticket (gen 0).  prepare calls os.sync() once at its end."""
-        path = self.dirs["pending"] / f"{ticket['ticket_id']}.0.json"
-        atomic_write(path, orjson.dumps(ticket), fsync=False)
-        return path
+        return Path(write_new_file(str(self.dirs["pending"]), f"{ticket['ticket_id']}.0.json",
+                                   orjson.dumps(ticket)))
 
     # -- T1 ----------------------------------------------------------------------------------
     def claim(self) -> Claimed | None:
