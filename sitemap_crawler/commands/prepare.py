@@ -49,7 +49,7 @@ import time
 from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 import httpx
@@ -59,7 +59,6 @@ from sitemap_crawler.commands.plan import Planner
 from sitemap_crawler.config import Site
 from sitemap_crawler.convert.output import OutputLayout
 from sitemap_crawler.convert.removal import remove_output, tombstone
-from sitemap_crawler.discover.links import LinkRules
 from sitemap_crawler.discover.sitemap import Columns, Entry
 from sitemap_crawler.discover.sitemapcache import SitemapCache
 from sitemap_crawler.discover.sources import DiscoveryStats, discover, discover_batches
@@ -74,6 +73,9 @@ from sitemap_crawler.protocol.hostgate import HostGate
 from sitemap_crawler.protocol.state import EXCLUDED_FILE, StateDir, new_worker_id
 from sitemap_crawler.protocol.tickets import TicketQueue
 from sitemap_crawler.timestamps import utcnow
+
+if TYPE_CHECKING:
+    from sitemap_crawler.discover.links import LinkRules
 
 log = logging.getLogger(__name__)
 
@@ -277,7 +279,11 @@ class _Prepare:
         # Every URL the sources list, filtered or not (P1); without filters that is ``seen``.
         self.listed = UrlSet() if self.filtering else self.seen
         self.filtered: Counter[str] = Counter()
-        self.rules = LinkRules(self.s, site.sources) if self.s.follow_links else None
+        self.rules: LinkRules | None = None
+        if self.s.follow_links:  # links.py needs lxml: imported only for link following
+            from sitemap_crawler.discover.links import LinkRules
+
+            self.rules = LinkRules(self.s, site.sources)
         self.excluded = _Excluded(self.state, enabled=False)
 
     def run(self, progress: Callable[[str], None] | None) -> PrepareResult:
@@ -492,33 +498,49 @@ class _Prepare:
         res = self.res
         urls = cols.urls
         res.found += len(urls)
-        keys = normalize_urls(urls)
-        fresh = self.seen.add_many(keys)
+        keys = normalize_urls(urls, cols.origin())
+        known = self.seen.add_many(keys)
         queued = self.queued if self.queued_any else None
-        if idx or self.s.max_urls_per_site:  # a decision per URL: the planner or the cap
-            for i, new in enumerate(fresh):
+        if idx or self.s.max_urls_per_site or queued is not None or known:
+            keep = [True] * len(urls)
+            for i in known:
+                keep[i] = False
+            for i, new in enumerate(keep):  # in order, as _admit would (excluded.jsonl)
                 if not new:
                     res.duplicates += 1
                     self.excluded.add(urls[i], "duplicate")
-                elif queued is not None and keys[i] in queued:
-                    res.already_queued += 1
-                else:
-                    self._plan(cols.entry(i), idx, planner, tickets, 0)
-            return
-        if queued is not None or not all(fresh):
-            keep = list(fresh)
-            for i, new in enumerate(fresh):
-                if not new:
-                    res.duplicates += 1
-                    self.excluded.add(urls[i], "duplicate")
-                elif queued is not None and keys[i] in queued:
-                    res.already_queued += 1
-                    keep[i] = False
+                elif idx or self.s.max_urls_per_site:  # a decision per URL: planner, cap
+                    if queued is not None and keys[i] in queued:
+                        res.already_queued += 1
+                    else:
+                        self._plan(cols.entry(i), idx, planner, tickets, 0)
+            if idx or self.s.max_urls_per_site:
+                return
+            if queued is not None:
+                for i, new in enumerate(keep):
+                    if new and keys[i] in queued:
+                        res.already_queued += 1
+                        keep[i] = False
             cols = cols.select(keep)
             urls = cols.urls
-        entries = [{"url": u} for u in urls]
-        for name, column in (("lastmod", cols.lastmods), ("changefreq", cols.changefreqs),
-                             ("priority", cols.priorities)):
+        lastmods, changefreqs, priorities = cols.lastmods, cols.changefreqs, cols.priorities
+        if None not in lastmods and None not in changefreqs and None not in priorities:
+            entries = [{"url": u, "lastmod": m, "changefreq": c, "priority": p}
+                       for u, m, c, p in zip(urls, lastmods, changefreqs, priorities,
+                                             strict=True)]
+        else:
+            entries = self._entries(urls, lastmods, changefreqs, priorities)
+        res.kept += len(entries)
+        res.new += len(entries)
+        tickets.add_new_many(entries)
+
+    @staticmethod
+    def _entries(urls: list[str], lastmods: list[str | None], changefreqs: list[str | None],
+                 priorities: list[float | None]) -> list[dict[str, Any]]:
+        """Ticket entries of new URLs: the fields the sitemap gave, as ``_plan`` writes them."""
+        entries: list[dict[str, Any]] = [{"url": u} for u in urls]
+        for name, column in (("lastmod", lastmods), ("changefreq", changefreqs),
+                             ("priority", priorities)):
             if None not in column:
                 for entry, v in zip(entries, column, strict=True):
                     entry[name] = v
@@ -526,9 +548,7 @@ class _Prepare:
                 for entry, v in zip(entries, column, strict=True):
                     if v is not None:
                         entry[name] = v
-        res.kept += len(entries)
-        res.new += len(entries)
-        tickets.add_new_many(entries)
+        return entries
 
     def _plan(self, e: Entry, idx: dict[str, dict[str, Any]], planner: Planner,
               tickets: _Tickets, depth: int) -> None:

@@ -32,8 +32,14 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from itertools import repeat
+from typing import TYPE_CHECKING, Any
 
-from lxml import etree
+if TYPE_CHECKING:
+    from lxml import etree
+else:
+    etree: Any = None  # lxml, imported by _load_lxml when a document needs it
+
+from sitemap_crawler.discover.urls import plain_origin
 
 CHANGEFREQS = ("always", "hourly", "daily", "weekly", "monthly", "yearly", "never")
 _CHANGEFREQ_SET = frozenset(CHANGEFREQS)
@@ -64,13 +70,20 @@ class Columns:
     consumer that wants entries gets them.
     """
 
-    __slots__ = ("changefreqs", "lastmods", "priorities", "source", "urls")
+    __slots__ = ("_origin", "changefreqs", "lastmods", "priorities", "source", "urls")
 
     def __init__(self, urls: list[str], lastmods: list[str | None],
                  changefreqs: list[str | None], priorities: list[float | None],
                  source: str) -> None:
         self.urls, self.lastmods, self.source = urls, lastmods, source
         self.changefreqs, self.priorities = changefreqs, priorities
+        self._origin: str | bool | None = False  # not computed yet
+
+    def origin(self) -> str | None:
+        """urls.plain_origin of the URLs (computed once: the host check and prepare ask)."""
+        if self._origin is False:
+            self._origin = plain_origin(self.urls)
+        return self._origin  # type: ignore[return-value]
 
     def __len__(self) -> int:
         return len(self.urls)
@@ -329,6 +342,15 @@ _SNIFF_LIMIT = 1 << 20  # the root element must start within the first MiB
 _SWEEP_EVERY = 1 << 16  # bytes fed between sweeps of stray elements
 
 
+def _load_lxml() -> None:
+    """Import lxml (4 MB) only when a document needs it: most sitemaps never get here."""
+    global etree
+    if etree is None:
+        from lxml import etree as lxml_etree
+
+        etree = lxml_etree
+
+
 def _hardened(**kw: object) -> etree.XMLPullParser:
     """No entity expansion, no DTD or network access, libxml2's size limits kept on."""
     return etree.XMLPullParser(resolve_entities=False, no_network=True, load_dtd=False,
@@ -350,6 +372,7 @@ class _Lxml:
     """
 
     def __init__(self, owner: XmlParser) -> None:
+        _load_lxml()
         self.o = owner
         self.sniff: etree.XMLPullParser | None = _hardened(events=("start",))
         self.seen: list[bytes] = []

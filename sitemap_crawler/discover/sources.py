@@ -24,13 +24,13 @@ from __future__ import annotations
 
 import re
 import socket
+import sys
 from collections.abc import Callable, Generator, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
-from itertools import chain
+from itertools import chain, repeat
 from urllib.parse import urljoin, urlsplit
 
 import httpx
-from lxml import etree
 
 from sitemap_crawler.config import Settings
 from sitemap_crawler.discover.llmstxt import TextParser, markdown_twin, page_of_twin
@@ -334,8 +334,7 @@ class _Run:
             self._set_hosts(self.hosts | {host_of(final)})  # the site moved: follow it
         try:
             yield from self._parse(resp, final, role, out)
-        except (_Fail, NotASitemap, ValueError, etree.LxmlError, httpx.HTTPError,
-                httpx.StreamError) as e:
+        except _parse_errors() as e:
             out.error = str(e) if isinstance(e, _Fail | NotASitemap) else (
                 f"unreadable: {type(e).__name__}: {_line(e)}")
             if not quiet and role != "root":
@@ -486,12 +485,17 @@ class _Run:
     def _take(self, items: Batch, out: _Outcome) -> Batch:
         """Page entries that pass the URL and host checks; child sitemaps go to ``out``."""
         stats = self.stats
+        if isinstance(items, Columns) and not self.s.markdown_twins:
+            origin = items.origin()
+            if origin is None or self.matcher.fullmatch(origin) is None:
+                joined = "\n".join(items.urls)
+                if (joined.count("\n") != len(items) - 1
+                        or self.all_match.fullmatch(joined) is None):
+                    keep = list(map(self._passes, items.urls, repeat(out)))
+                    items = items.select(keep)  # still columns, without the URLs dropped
+            stats.urls_found += len(items)
+            return items
         if isinstance(items, Columns):
-            joined = "\n".join(items.urls)
-            if (not self.s.markdown_twins and joined.count("\n") == len(items) - 1
-                    and self.all_match.fullmatch(joined) is not None):
-                stats.urls_found += len(items)
-                return items  # every URL is an http(s) URL on the site's hosts
             items = list(items)
         if out.kind in _PAGE_KINDS:
             if out.kind == "llms" and self.s.skip_optional:
@@ -501,19 +505,7 @@ class _Run:
             ok = self.matcher.fullmatch
             keep = [e for e in items if ok(e.url) is not None]
             if len(keep) != len(items):  # the exact (slow) checks decide the rest
-                keep = []
-                other_hosts = self.s.allow_other_hosts
-                for e in items:
-                    if ok(e.url) is None:
-                        if not is_http_url(e.url):
-                            stats.drop(e.url, "invalid")
-                            continue
-                        if not other_hosts and not same_host(e.url, self.hosts):
-                            stats.drop(e.url, "other_host")
-                            out.cross_host += 1
-                            out.other_host = out.other_host or host_of(e.url)
-                            continue
-                    keep.append(e)
+                keep = [e for e in items if self._passes(e.url, out)]
             if self.s.markdown_twins:
                 _twins(keep)
             stats.urls_found += len(keep)
@@ -530,10 +522,32 @@ class _Run:
                 out.children.append(e.url)
         return []
 
+    def _passes(self, url: str, out: _Outcome) -> bool:
+        """A page URL is an http(s) URL on the site's hosts; else it is counted as dropped."""
+        if self.matcher.fullmatch(url) is not None:
+            return True
+        if not is_http_url(url):
+            self.stats.drop(url, "invalid")
+            return False
+        if not self.s.allow_other_hosts and not same_host(url, self.hosts):
+            self.stats.drop(url, "other_host")
+            out.cross_host += 1
+            out.other_host = out.other_host or host_of(url)
+            return False
+        return True
+
     def _set_hosts(self, hosts: Iterable[str]) -> None:
         self.hosts = {h for h in hosts if h}
         self.matcher = host_matcher(self.hosts)
         self.all_match = host_matcher(self.hosts, many=True)
+
+
+def _parse_errors() -> tuple[type[BaseException], ...]:
+    """What reading a document may raise; lxml's errors once lxml is in use (sitemap.py
+    imports it only for the documents that need it)."""
+    lxml = sys.modules.get("lxml.etree")
+    return (_Fail, NotASitemap, ValueError, httpx.HTTPError, httpx.StreamError,
+            *((lxml.LxmlError,) if lxml is not None else ()))
 
 
 def _kind(parser: XmlParser | TextParser | _Robots) -> str | None:
