@@ -38,18 +38,17 @@ from bench.nginx import Nginx
 from bench.scrapy_baseline import _measure_in_fresh_process
 
 
-def measure(cmd: list[str]) -> tuple[float, float, str]:
-    """(wall seconds, peak RSS MiB, stdout) of one child process."""
-    before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+def measure(cmd: list[str]) -> tuple[float, float, str, float]:
+    """(wall seconds, peak RSS MiB, stdout, CPU seconds) of one child process.
+
+    Call it in a fresh process: RUSAGE_CHILDREN's peak is a max over every child so far."""
     t0 = time.perf_counter()
     r = subprocess.run(cmd, capture_output=True, text=True)
     wall = time.perf_counter() - t0
     if r.returncode != 0:
         raise RuntimeError(r.stderr[-2000:])
-    peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
-    if peak < before:  # ru_maxrss of children is a max over all of them so far
-        peak = before
-    return wall, peak / 1024, r.stdout
+    use = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return wall, use.ru_maxrss / 1024, r.stdout, use.ru_utime + use.ru_stime
 
 
 def main() -> None:
@@ -101,9 +100,10 @@ def prepare_round(work: Path, cfg_path: Path, base: str, i: int) -> dict:
                         "--config", str(cfg), "--log-level", "WARNING", "prepare", "big"],
                        capture_output=True, text=True, check=True,
                        cwd=Path(__file__).resolve().parents[1])
-    wall, rss, stdout = json.loads(r.stdout)
+    wall, rss, stdout, cpu = json.loads(r.stdout)
     return {"tool": "sitemap-crawler prepare", "round": i + 1, "seconds": round(wall, 2),
-            "peak_rss_mib": round(rss, 1), "summary": stdout.strip().splitlines()[-1],
+            "cpu_seconds": round(cpu, 2), "peak_rss_mib": round(rss, 1),
+            "summary": stdout.strip().splitlines()[-1],
             "loadavg_1m": round(os.getloadavg()[0], 2)}
 
 

@@ -22,7 +22,7 @@ from sites import write_config
 
 from sitemap_crawler.commands.prepare import prepare
 from sitemap_crawler.config import Settings, load_config
-from sitemap_crawler.discover.sitemap import Columns, XmlParser
+from sitemap_crawler.discover.sitemap import _NORMAL_STAMPS, Columns, XmlParser, norm_lastmod
 from sitemap_crawler.discover.sources import DiscoveryStats, discover_batches
 from sitemap_crawler.discover.urls import (
     UrlSet,
@@ -49,7 +49,8 @@ LASTMODS = ["2024-01-05T10:00:00Z", "2024-02-29T00:00:00Z", "2023-02-29T00:00:00
             "2024-04-31T00:00:00Z", "2024-04-30T23:59:59Z", "0000-01-01T00:00:00Z",
             "2024-01-01T24:00:00Z", "2024-01-01t00:00:00z", "2024-06-01T12:00:00+02:00",
             "2024-06-01T12:00:00.123Z", "2024-06-01", " 2024-06-01T12:00:00Z ", "",
-            "1900-02-29T00:00:00Z", "2000-02-29T00:00:00Z", "garbage", "2024-12-31T23:59:60Z"]
+            "1900-02-29T00:00:00Z", "2000-02-29T00:00:00Z", "garbage", "2024-12-31T23:59:60Z",
+            "0000-02-29T00:00:00Z", "2400-02-29T00:00:00Z", "2100-02-29T00:00:00Z"]
 FREQS = ["daily", "Weekly", " monthly ", "bogus", "", "never"]
 PRIOS = ["0.5", "1.5", "-1", "abc", " 0.3 ", "", "nan", "0"]
 
@@ -132,6 +133,18 @@ def test_strict_columns_come_out_whole_and_normalised() -> None:
     assert got.origin() == "https://example.com/"
     assert [e.url for e in got][:2] == ["https://example.com/x/0", "https://example.com/x/1"]
     assert p.close() == []
+
+
+def test_bulk_lastmod_check_agrees_with_norm_lastmod_on_every_date() -> None:
+    """The strict tier keeps a lastmod column as it is only if norm_lastmod would: every
+    month and day of leap, century and odd years, and impossible times."""
+    years = [*range(12), *range(1896, 1905), *range(2096, 2105), *range(2396, 2405), 9999]
+    stamps = [f"{y:04d}-{m:02d}-{d:02d}T{t}Z" for y in years for m in range(14)
+              for d in range(33) for t in ("00:00:00", "23:59:59", "24:00:00", "12:60:00")]
+    for v in stamps:
+        assert (_NORMAL_STAMPS.fullmatch(v) is not None) == (norm_lastmod(v) == v), v
+    good = [v for v in stamps if norm_lastmod(v) == v]
+    assert len(good) > 10_000 and _NORMAL_STAMPS.fullmatch("\n".join(good))
 
 
 def test_plain_origin_is_only_said_of_canonical_urls() -> None:

@@ -279,12 +279,14 @@ _STRICT_RUN = re.compile(rf"(?:{_STRICT_URL})+")
 _STRICT_GROUPS = 4  # re.split returns: junk, loc, lastmod, changefreq, priority, junk, ...
 # A lastmod that norm_lastmod would return unchanged: UTC, second precision, a real date
 # (year 0001-9999, day within the month, 29 February only in leap years).
-_MONTH_DAY = (r"(?:(?:0[1-9]|1[0-2])-(?:0[1-9]|1\d|2[0-8])|(?:0[13-9]|1[0-2])-(?:29|30)"
+# [0-9], not \d: \d is every Unicode digit, and slower (the text here is ASCII anyway).
+_MONTH_DAY = (r"(?:(?:0[1-9]|1[0-2])-(?:0[1-9]|1[0-9]|2[0-8])|(?:0[13-9]|1[0-2])-(?:29|30)"
               r"|(?:0[13578]|1[02])-31)")
-_LEAP_DAY = r"(?:\d\d(?:0[48]|[2468][048]|[13579][26])|(?:[02468][048]|[13579][26])00)-02-29"
-_NORMAL_STAMP = (rf"(?:(?!0000)\d{{4}}-{_MONTH_DAY}|{_LEAP_DAY})"
-                 r"T(?:[01]\d|2[0-3]):[0-5]\d:[0-5]\dZ")
-_NORMAL_STAMPS = re.compile(rf"(?:{_NORMAL_STAMP}\n)*{_NORMAL_STAMP}")
+_LEAP_DAY = (r"(?:[0-9][0-9](?:0[48]|[2468][048]|[13579][26])|(?:[02468][048]|[13579][26])00)"
+             r"-02-29")
+_NORMAL_STAMP = (rf"(?!0000)(?:[0-9]{{4}}-{_MONTH_DAY}|{_LEAP_DAY})"
+                 r"T(?:[01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9]Z")
+_NORMAL_STAMPS = re.compile(rf"(?:{_NORMAL_STAMP}\n)*+{_NORMAL_STAMP}")
 _CF_STR: dict[str | None, str | None] = {None: None, **{c: c for c in CHANGEFREQS}}
 _PR_STR: dict[str | None, float | None] = {None: None}
 
