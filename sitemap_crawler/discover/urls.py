@@ -327,7 +327,21 @@ class UrlSet:
 
     def add(self, key: str) -> bool:
         """Add ``key`` (a normalised URL); True if it was not there before."""
-        return not self.add_many([key])
+        h = hash(key) or 1  # 0 marks an empty slot
+        s = h >> 60
+        table = self._tables[s]
+        mask = self._masks[s]
+        i = h & mask
+        while v := table[i]:
+            if v == h:
+                return False
+            i = (i + 1) & mask
+        table[i] = h
+        self._len += 1
+        self._counts[s] += 1
+        if self._counts[s] > self._limits[s]:
+            self._grow(s)
+        return True
 
     def add_many(self, keys: list[str]) -> list[int]:
         """``add`` each key in turn; the positions of those that were there already (a key
