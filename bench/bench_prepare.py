@@ -1,11 +1,21 @@
 """The prepare benchmark: 1,000,000 URLs in a sitemap index, ours beside ultimate-sitemap-parser.
 
     python -m bench.bench_prepare [--files 20] [--per-file 50000] [--workdir DIR]
+                                  [--rounds 3] [--usp-rounds 3]
 
 Writes a sitemap index of ``files`` x ``per_file`` URLs (with lastmod, changefreq, priority),
 serves it with nginx on 127.0.0.1, then in one run measures, each in a fresh process:
 ``sitemap-crawler prepare`` (fetch, parse, filter, dedupe, write tickets) and
 ultimate-sitemap-parser listing the same URLs — wall time and peak RSS of the process.
+Rounds alternate between the two tools, so a busy moment of the machine hits both.
+
+Each prepare round writes into an output directory of its own, and the directories are
+deleted only at the end.  Deleting the last round's 10,000 tickets just before the next
+round made that round slower on this VM's ext4 (mounted without a journal): for 60 s after
+a delete (360 s while the inode table is dirty) the kernel skips "recently deleted" inodes
+when it allocates new ones (``recently_deleted()`` in fs/ext4/ialloc.c), and perf showed
+each of the 10,000 creates scanning past them.  That cost belongs to the harness, not to
+prepare, and usp writes no files at all.
 """
 
 from __future__ import annotations
@@ -25,21 +35,20 @@ import yaml
 
 from bench import site as bench_site
 from bench.nginx import Nginx
-from bench.scrapy_baseline import run_usp
+from bench.scrapy_baseline import _measure_in_fresh_process
 
 
-def measure(cmd: list[str]) -> tuple[float, float, str]:
-    """(wall seconds, peak RSS MiB, stdout) of one child process."""
-    before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+def measure(cmd: list[str]) -> tuple[float, float, str, float]:
+    """(wall seconds, peak RSS MiB, stdout, CPU seconds) of one child process.
+
+    Call it in a fresh process: RUSAGE_CHILDREN's peak is a max over every child so far."""
     t0 = time.perf_counter()
     r = subprocess.run(cmd, capture_output=True, text=True)
     wall = time.perf_counter() - t0
     if r.returncode != 0:
         raise RuntimeError(r.stderr[-2000:])
-    peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
-    if peak < before:  # ru_maxrss of children is a max over all of them so far
-        peak = before
-    return wall, peak / 1024, r.stdout
+    use = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return wall, use.ru_maxrss / 1024, r.stdout, use.ru_utime + use.ru_stime
 
 
 def main() -> None:
@@ -49,6 +58,7 @@ def main() -> None:
     ap.add_argument("--per-file", type=int, default=50_000)
     ap.add_argument("--workdir", type=Path, default=None)
     ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--usp-rounds", type=int, default=3)
     a = ap.parse_args()
     work = a.workdir or Path(tempfile.mkdtemp(prefix="bench-prepare-"))
     root = work / "site"
@@ -57,30 +67,44 @@ def main() -> None:
     base = nginx.start()
     try:
         bench_site.make_big_sitemap(root, files=a.files, per_file=a.per_file, base_url=base)
-        out = work / "out"
         cfg = work / "config.yaml"
-        cfg.write_text(yaml.safe_dump({
-            "settings": {"base_output_dir": str(out), "max_urls_per_site": 0},
-            "sites": [{"name": "big", "source": f"{base}/sitemap.xml"}]}))
         print(json.dumps({"event": "start", "urls": a.files * a.per_file,
                           "loadavg_1m": round(os.getloadavg()[0], 2)}), flush=True)
-        # The first run is a fresh process: its RUSAGE_CHILDREN peak is ours alone.
-        for i in range(a.rounds):
-            shutil.rmtree(out, ignore_errors=True)
-            # prepare ends with os.sync(): start each round with nothing of the previous
-            # round's 10,000 tickets (or their deletion) still to be written back
-            os.sync()
-            wall, rss, stdout = measure([sys.executable, "-m", "sitemap_crawler", "--config",
-                                         str(cfg), "--log-level", "WARNING", "prepare", "big"])
-            print(json.dumps({"tool": "sitemap-crawler prepare", "round": i + 1,
-                              "seconds": round(wall, 2),
-                              "peak_rss_mib": round(rss, 1) if i == 0 else None,
-                              "summary": stdout.strip().splitlines()[-1],
-                              "loadavg_1m": round(os.getloadavg()[0], 2)}), flush=True)
-        rec = run_usp(base, work / "usp")
-        print(json.dumps(rec), flush=True)
+        for i in range(max(a.rounds, a.usp_rounds)):
+            if i < a.rounds:
+                print(json.dumps(prepare_round(work, cfg, base, i)), flush=True)
+            if i < a.usp_rounds:  # in a fresh process too: its peak RSS is this round's
+                rec = _measure_in_fresh_process(["usp", "--base", base])
+                print(json.dumps(rec | {"round": i + 1}), flush=True)
     finally:
         nginx.close()
+        for d in work.glob("out-*"):
+            shutil.rmtree(d, ignore_errors=True)
+
+
+def prepare_round(work: Path, cfg_path: Path, base: str, i: int) -> dict:
+    """One prepare in a fresh process, into a fresh output directory (module docstring)."""
+    out = work / f"out-{os.getpid()}-{i + 1}"
+    shutil.rmtree(out, ignore_errors=True)
+    cfg = work / f"config-{i + 1}.yaml"
+    cfg.write_text(yaml.safe_dump({
+        "settings": {"base_output_dir": str(out), "max_urls_per_site": 0},
+        "sites": [{"name": "big", "source": f"{base}/sitemap.xml"}]}))
+    # prepare ends with os.sync(): start each round with nothing of the previous round's
+    # 10,000 tickets still to be written back
+    os.sync()
+    # Each round is a child of a fresh process: its RUSAGE_CHILDREN peak is this round's.
+    script = ("import json, sys; from bench.bench_prepare import measure; "
+              "print(json.dumps(measure(sys.argv[1:])))")
+    r = subprocess.run([sys.executable, "-c", script, sys.executable, "-m", "sitemap_crawler",
+                        "--config", str(cfg), "--log-level", "WARNING", "prepare", "big"],
+                       capture_output=True, text=True, check=True,
+                       cwd=Path(__file__).resolve().parents[1])
+    wall, rss, stdout, cpu = json.loads(r.stdout)
+    return {"tool": "sitemap-crawler prepare", "round": i + 1, "seconds": round(wall, 2),
+            "cpu_seconds": round(cpu, 2), "peak_rss_mib": round(rss, 1),
+            "summary": stdout.strip().splitlines()[-1],
+            "loadavg_1m": round(os.getloadavg()[0], 2)}
 
 
 if __name__ == "__main__":

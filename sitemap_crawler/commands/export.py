@@ -31,12 +31,11 @@ from sitemap_crawler.discover.urls import UrlSet
 from sitemap_crawler.errors import UserError
 from sitemap_crawler.protocol.frontier import QUEUED
 from sitemap_crawler.protocol.index import iter_view
-from sitemap_crawler.protocol.state import StateDir
+from sitemap_crawler.protocol.state import EXCLUDED_FILE, StateDir
 
 COLUMNS = ("url", "outcome", "reason", "status_code", "title", "file_path", "content_hash",
            "etag", "last_modified", "fetched_at", "bytes", "depth", "source")
 FORMATS = ("jsonl", "csv", "parquet")
-EXCLUDED_FILE = "excluded.jsonl"
 _INT_COLUMNS = ("status_code", "bytes", "depth")
 
 

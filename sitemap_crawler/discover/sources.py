@@ -2,8 +2,12 @@
 
 ``discover`` is a generator so prepare can dedupe and write tickets while the next
 sitemap is still arriving; nothing here holds more than one document's chunk and the
-list of child sitemaps of the index being walked.  What a document *is* comes from its
-bytes (gzip magic, root element, first lines), never from its name or headers alone.
+list of child sitemaps of the index being walked.  ``discover_batches`` yields the same
+entries a chunk at a time, as lists or as :class:`~.sitemap.Columns` (the strict tier's
+parallel lists), so that prepare can work on whole lists: at a million URLs per-URL Python
+work is most of the cost.  The host check of a column is one regex over the joined URLs.
+What a document *is* comes from its bytes (gzip magic, root element, first lines), never
+from its name or headers alone.
 
 Every limit in :class:`~sitemap_crawler.config.Settings` is enforced here: response and
 decompressed bytes (``max_sitemap_size``), URLs per file, documents per run, index
@@ -20,17 +24,17 @@ from __future__ import annotations
 
 import re
 import socket
+import sys
 from collections.abc import Callable, Generator, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
-from itertools import chain
+from itertools import chain, repeat
 from urllib.parse import urljoin, urlsplit
 
 import httpx
-from lxml import etree
 
 from sitemap_crawler.config import Settings
 from sitemap_crawler.discover.llmstxt import TextParser, markdown_twin, page_of_twin
-from sitemap_crawler.discover.sitemap import Entry, NotASitemap, XmlParser
+from sitemap_crawler.discover.sitemap import Columns, Entry, NotASitemap, XmlParser
 from sitemap_crawler.discover.sitemapcache import SitemapCache
 from sitemap_crawler.discover.urls import (
     host_matcher,
@@ -42,7 +46,10 @@ from sitemap_crawler.discover.urls import (
 from sitemap_crawler.errors import DiscoveryError
 from sitemap_crawler.fetch.decoding import DecodeError, UnsupportedEncoding, decode, gunzip_if_magic
 
-__all__ = ["COMMON_SITEMAP_PATHS", "DiscoveryStats", "Entry", "SourceRead", "discover"]
+__all__ = ["COMMON_SITEMAP_PATHS", "Batch", "DiscoveryStats", "Entry", "SourceRead", "discover",
+           "discover_batches"]
+
+Batch = list[Entry] | Columns
 
 # Seed 000 §5.1 / §16.3, in that order: the first one that is a sitemap wins.
 COMMON_SITEMAP_PATHS = (
@@ -154,11 +161,23 @@ def discover(
     ``settings.max_redirects`` as the cap.  With a ``cache`` (sitemapcache.py), documents
     are asked for conditionally and a 304 is served from the kept copy.
     """
+    for batch in discover_batches(sources, settings, client, stats, progress, cache):
+        yield from batch
+
+
+def discover_batches(
+    sources: Sequence[str],
+    settings: Settings,
+    client: httpx.Client,
+    stats: DiscoveryStats,
+    progress: Callable[[str], None] | None = None,
+    cache: SitemapCache | None = None,
+) -> Iterator[Batch]:
+    """``discover``'s entries a chunk at a time (never an empty batch)."""
     run = _Run(settings, client, stats, progress)
     run.cache = cache
     for src in sources:
-        for batch in run.source(src):  # internally entries travel in per-chunk lists
-            yield from batch
+        yield from run.source(src)
 
 
 class _Run:
@@ -174,13 +193,14 @@ class _Run:
         self.budget_warned = False
         self.hosts: set[str] = set()
         self.matcher = host_matcher(())
+        self.all_match = host_matcher((), many=True)
         self.failures = 0
         self.loops = 0  # documents skipped because a <loc> or a redirect led back to one read
         self.cache: SitemapCache | None = None
 
     # -- sources ----------------------------------------------------------------------
 
-    def source(self, src: str) -> Iterator[list[Entry]]:
+    def source(self, src: str) -> Iterator[Batch]:
         src = src.strip()
         if not is_http_url(src):
             raise DiscoveryError(f"{src!r}: not an http(s) URL")
@@ -201,7 +221,7 @@ class _Run:
                     f"{self.loops} sitemap(s) skipped as loops")
             raise DiscoveryError(f"{src}: no URLs found, {what} (last: {first})")
 
-    def _root(self, url: str) -> Generator[list[Entry], None, int]:
+    def _root(self, url: str) -> Generator[Batch, None, int]:
         out = yield from self._document(url, role="root")
         if out.seen_before:
             return 0  # listed twice, or already read through an earlier source
@@ -220,7 +240,7 @@ class _Run:
             raise DiscoveryError(f"{url}: no links found (not an llms.txt or URL list)")
         return out.urls + (yield from self._children(out, depth=0))
 
-    def _site(self, origin: str, src: str) -> Generator[list[Entry], None, int]:
+    def _site(self, origin: str, src: str) -> Generator[Batch, None, int]:
         robots = yield from self._document(origin + "/robots.txt", role="robots")
         if robots.unreachable:
             raise DiscoveryError(f"{src}: {robots.error}")
@@ -252,7 +272,7 @@ class _Run:
             )
         return total
 
-    def _children(self, out: _Outcome, depth: int) -> Generator[list[Entry], None, int]:
+    def _children(self, out: _Outcome, depth: int) -> Generator[Batch, None, int]:
         """Walk what an index or robots.txt points to (robots.txt adds no nesting level)."""
         if out.kind == "robots":
             nested = depth
@@ -276,7 +296,7 @@ class _Run:
 
     # -- one document -----------------------------------------------------------------
 
-    def _document(self, url: str, role: str) -> Generator[list[Entry], None, _Outcome]:
+    def _document(self, url: str, role: str) -> Generator[Batch, None, _Outcome]:
         """Fetch, sniff and parse one document, yielding its page entries as they come.
 
         ``role`` is ``root`` (errors are fatal to the caller), ``child`` (errors are
@@ -314,8 +334,7 @@ class _Run:
             self._set_hosts(self.hosts | {host_of(final)})  # the site moved: follow it
         try:
             yield from self._parse(resp, final, role, out)
-        except (_Fail, NotASitemap, ValueError, etree.LxmlError, httpx.HTTPError,
-                httpx.StreamError) as e:
+        except _parse_errors() as e:
             out.error = str(e) if isinstance(e, _Fail | NotASitemap) else (
                 f"unreadable: {type(e).__name__}: {_line(e)}")
             if not quiet and role != "root":
@@ -398,7 +417,7 @@ class _Run:
         raise _Fail(f"more than {self.s.max_redirects} redirects")
 
     def _parse(self, resp: httpx.Response, url: str, role: str,
-               out: _Outcome) -> Iterator[list[Entry]]:
+               out: _Outcome) -> Iterator[Batch]:
         body = _Body(resp, self.s.max_sitemap_size, self.stats)
         chunks = iter(body)
         head = b""
@@ -463,9 +482,21 @@ class _Run:
         self.stats.sources.append(SourceRead(url, out.kind or "?", entries, body.gzip))
         out.urls = entries
 
-    def _take(self, items: list[Entry], out: _Outcome) -> list[Entry]:
+    def _take(self, items: Batch, out: _Outcome) -> Batch:
         """Page entries that pass the URL and host checks; child sitemaps go to ``out``."""
         stats = self.stats
+        if isinstance(items, Columns) and not self.s.markdown_twins:
+            origin = items.origin()
+            if origin is None or self.matcher.fullmatch(origin) is None:
+                joined = "\n".join(items.urls)
+                if (joined.count("\n") != len(items) - 1
+                        or self.all_match.fullmatch(joined) is None):
+                    keep = list(map(self._passes, items.urls, repeat(out)))
+                    items = items.select(keep)  # still columns, without the URLs dropped
+            stats.urls_found += len(items)
+            return items
+        if isinstance(items, Columns):
+            items = list(items)
         if out.kind in _PAGE_KINDS:
             if out.kind == "llms" and self.s.skip_optional:
                 n = len(items)
@@ -474,19 +505,7 @@ class _Run:
             ok = self.matcher.fullmatch
             keep = [e for e in items if ok(e.url) is not None]
             if len(keep) != len(items):  # the exact (slow) checks decide the rest
-                keep = []
-                other_hosts = self.s.allow_other_hosts
-                for e in items:
-                    if ok(e.url) is None:
-                        if not is_http_url(e.url):
-                            stats.drop(e.url, "invalid")
-                            continue
-                        if not other_hosts and not same_host(e.url, self.hosts):
-                            stats.drop(e.url, "other_host")
-                            out.cross_host += 1
-                            out.other_host = out.other_host or host_of(e.url)
-                            continue
-                    keep.append(e)
+                keep = [e for e in items if self._passes(e.url, out)]
             if self.s.markdown_twins:
                 _twins(keep)
             stats.urls_found += len(keep)
@@ -503,9 +522,32 @@ class _Run:
                 out.children.append(e.url)
         return []
 
+    def _passes(self, url: str, out: _Outcome) -> bool:
+        """A page URL is an http(s) URL on the site's hosts; else it is counted as dropped."""
+        if self.matcher.fullmatch(url) is not None:
+            return True
+        if not is_http_url(url):
+            self.stats.drop(url, "invalid")
+            return False
+        if not self.s.allow_other_hosts and not same_host(url, self.hosts):
+            self.stats.drop(url, "other_host")
+            out.cross_host += 1
+            out.other_host = out.other_host or host_of(url)
+            return False
+        return True
+
     def _set_hosts(self, hosts: Iterable[str]) -> None:
         self.hosts = {h for h in hosts if h}
         self.matcher = host_matcher(self.hosts)
+        self.all_match = host_matcher(self.hosts, many=True)
+
+
+def _parse_errors() -> tuple[type[BaseException], ...]:
+    """What reading a document may raise; lxml's errors once lxml is in use (sitemap.py
+    imports it only for the documents that need it)."""
+    lxml = sys.modules.get("lxml.etree")
+    return (_Fail, NotASitemap, ValueError, httpx.HTTPError, httpx.StreamError,
+            *((lxml.LxmlError,) if lxml is not None else ()))
 
 
 def _kind(parser: XmlParser | TextParser | _Robots) -> str | None:

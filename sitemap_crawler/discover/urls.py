@@ -2,16 +2,20 @@
 
 ``normalize_url`` makes the *dedupe key* (never what is fetched).  Sitemaps almost always
 list URLs that are already canonical, so a single precompiled regex recognises those and
-returns them untouched; only the rest pays for the full RFC 3986 normalisation.
-``UrlSet`` keeps 64-bit hashes in one ``array('Q')`` (about 16 bytes per URL) because a
-Python ``set`` of a million ints costs ~76 MB, most of prepare's 100 MB budget.
+returns them untouched; only the rest pays for the full RFC 3986 normalisation.  For a whole
+column of URLs (the sitemap parser's strict tier) ``plain_origin`` decides the same for all
+of them with a few C-speed scans of the joined list, because at a million URLs the per-URL
+calls were what cost.  ``UrlSet`` keeps 64-bit hashes in 16 memory-mapped tables (16 bytes
+per URL at most) because a Python ``set`` of a million ints costs ~76 MB, more than
+prepare's 64 MB budget; its docstring gives the collision probability and why a collision
+is not silent.
 """
 
 from __future__ import annotations
 
 import fnmatch
+import mmap
 import re
-from array import array
 from collections.abc import Iterable, Sequence
 from functools import lru_cache
 from urllib.parse import quote, urlsplit
@@ -39,6 +43,8 @@ _CANONICAL = re.compile(rf"{_HOST_PORT}/{_PATHCHAR}*(?:{_CANON_ESC}{_PATHCHAR}*)
 _CANONICAL_SEGMENTS = re.compile(
     rf"{_HOST_PORT}(?:/(?!\.\.?(?:[/?]|\Z)){_PCHAR}*(?:{_CANON_ESC}{_PCHAR}*)*)+{_QUERY}"
 )
+# Path and query characters that never change under normalisation (no "%", "#").
+_PLAIN_CHARS = re.compile(r"[A-Za-z0-9\-._~!$&'()*+,;=:@/?\n]*+")
 _ESCAPE = re.compile(r"%([0-9A-Fa-f]{2})")
 _STRAY_PCT = re.compile(r"%(?![0-9A-F]{2})")
 _SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]*://")
@@ -119,6 +125,40 @@ def normalize_url(url: str) -> str:
     return _normalize_slow(url)
 
 
+def plain_origin(urls: list[str]) -> str | None:
+    """The origin (``http://host[:port]/``) every URL of ``urls`` starts with, when each of
+    them is canonical (``normalize_url`` returns it unchanged) with nothing to decode; else
+    None.
+
+    A sitemap's URLs almost always are, and at a million URLs the per-URL calls are what
+    costs: this is a few C-speed scans of the joined list instead (no ``%``, ``#``, ``/.`` or
+    empty query anywhere, only unreserved, sub-delim, ``:@/?`` characters after one
+    canonical origin).  Such a URL is also an http(s) URL on that origin's host.
+    """
+    if not urls:
+        return None
+    first = urls[0]
+    cut = first.find("/", first.find("://") + 3)
+    origin = first[: cut + 1]
+    if cut < 0 or _CANONICAL.fullmatch(origin) is None:
+        return None
+    joined = "\n".join(urls)
+    gaps = len(urls) - 1
+    if (joined.count("\n") != gaps or joined.count("\n" + origin) != gaps
+            or "%" in joined or "#" in joined or "/." in joined or "?\n" in joined
+            or joined.endswith("?") or _PLAIN_CHARS.fullmatch(joined) is None):
+        return None
+    return origin
+
+
+def normalize_urls(urls: list[str], origin: str | None = None) -> list[str]:
+    """``normalize_url`` of each; ``urls`` itself when ``origin`` (from :func:`plain_origin`,
+    which is computed here if not given) says that all are canonical already."""
+    if origin is None:
+        origin = plain_origin(urls)
+    return urls if origin is not None else list(map(normalize_url, urls))
+
+
 def _normalize_slow(url: str) -> str:
     """Full normalisation; ``normalize_url`` without the fast path (tests compare both)."""
     url = url.strip()
@@ -175,19 +215,20 @@ def same_host(url: str, hosts: set[str]) -> bool:
     return bool(h) and (h in hosts or _www_variant(h) in hosts)
 
 
-def host_matcher(hosts: Iterable[str]) -> re.Pattern[str]:
+def host_matcher(hosts: Iterable[str], *, many: bool = False) -> re.Pattern[str]:
     """One regex that accepts an http(s) URL on any of ``hosts`` (or their ``www.`` twins).
 
     A hit implies ``is_http_url(u) and same_host(u, hosts)``; a miss decides nothing, so
     callers fall back to those two.  It exists because discovery checks a million URLs.
+    With ``many`` it accepts URLs joined by newlines (a URL it accepts has none), so one
+    call checks a whole list.
     """
     names = sorted({h[4:] if h.startswith("www.") else h for h in hosts if h})
     if not names:
         return re.compile(r"(?!)")
     alt = "|".join(re.escape(n) for n in names)
-    return re.compile(
-        rf"(?i:https?)://(?:www\.)?(?:{alt})(?::[0-9]{{1,5}})?(?:[/?#][^\s\x00-\x1f\x7f]*)?"
-    )
+    one = rf"(?i:https?)://(?:www\.)?(?:{alt})(?::[0-9]{{1,5}})?(?:[/?#][^\s\x00-\x1f\x7f]*+)?"
+    return re.compile(rf"(?:{one}\n)*+{one}" if many else one)
 
 
 _TRANSLATED_RE = re.compile(r"\(\?s:(.*)\)\\[Zz]", re.S)
@@ -258,56 +299,88 @@ class UrlFilter:
         return self.check(url) is None
 
 
-_MASK64 = (1 << 64) - 1
-
-
 class UrlSet:
     """Membership set of URL keys in ~16-32 bytes each: linear probing over 64-bit hashes.
 
     Keys are reduced to Python's 64-bit ``hash()`` (SipHash, salted per process — fine, the
-    set never leaves the process).  Two different keys collide with probability ~n²/2⁶⁵
-    (3e-8 for a million), the price of not storing the strings.  The table doubles when it
-    gets half full, so probes stay short.
+    set never leaves the process), kept signed in ``array('q')`` tables so that no big
+    integer is made per URL.  A Python set of the strings would cost ~100 bytes per URL
+    (100 MB for a million), the whole memory budget.  The price is that two different keys
+    can share a hash: with n keys that happens with probability ~n²/2⁶⁵ (2.7e-8 for a
+    million; 0 is kept as the empty mark, so 1 stands for both).  Such a URL is not lost
+    silently: prepare counts it as a duplicate and lists it in ``excluded.jsonl``, and
+    because the salt changes with every process the next prepare takes it.
+
+    The hashes are spread over 16 tables by their top 4 bits, each doubling when half full
+    (so probes stay short).  One table of a million would need the old 8 MB and the new
+    16 MB at once while it doubles; a shard needs a sixteenth of that.  Tables are anonymous
+    memory maps: a table given up goes back to the system at once, where malloc would keep
+    the freed tables of every doubling in the heap.
     """
 
-    __slots__ = ("_len", "_limit", "_mask", "_table")
+    __slots__ = ("_counts", "_len", "_limits", "_masks", "_tables")
+    SHARDS = 16  # chosen by h >> 60, which is -8..7 for a signed 64-bit hash: list indexes
 
-    def __init__(self, capacity: int = 0) -> None:
-        size = 1024
-        while size < 2 * capacity:
-            size *= 2
-        self._table = array("Q", bytes(8 * size))
-        self._mask = size - 1
-        self._limit = size // 2
+    def __init__(self) -> None:
+        size = 64
+        self._tables = [_table(size) for _ in range(self.SHARDS)]
+        self._masks = [size - 1] * self.SHARDS
+        self._limits = [size // 2] * self.SHARDS
+        self._counts = [0] * self.SHARDS
         self._len = 0
 
     def add(self, key: str) -> bool:
         """Add ``key`` (a normalised URL); True if it was not there before."""
-        h = hash(key) & _MASK64 or 1  # 0 marks an empty slot
-        table = self._table
-        mask = self._mask
+        h = hash(key) or 1  # 0 marks an empty slot
+        s = h >> 60
+        table = self._tables[s]
+        mask = self._masks[s]
         i = h & mask
-        while True:
-            v = table[i]
+        while v := table[i]:
             if v == h:
                 return False
-            if not v:
-                break
             i = (i + 1) & mask
         table[i] = h
         self._len += 1
-        if self._len > self._limit:
-            self._grow()
+        self._counts[s] += 1
+        if self._counts[s] > self._limits[s]:
+            self._grow(s)
         return True
 
+    def add_many(self, keys: list[str]) -> list[int]:
+        """``add`` each key in turn; the positions of those that were there already (a key
+        twice in ``keys`` is there already the second time)."""
+        known: list[int] = []
+        tables, masks, limits, counts = self._tables, self._masks, self._limits, self._counts
+        for j, h in enumerate(map(hash, keys)):
+            if not h:
+                h = 1  # 0 marks an empty slot
+            s = h >> 60
+            table = tables[s]
+            mask = masks[s]
+            i = h & mask
+            v = table[i]
+            while v:
+                if v == h:
+                    known.append(j)
+                    break
+                i = (i + 1) & mask
+                v = table[i]
+            else:
+                table[i] = h
+                counts[s] += 1
+                if counts[s] > limits[s]:
+                    self._grow(s)
+        self._len += len(keys) - len(known)
+        return known
+
     def __contains__(self, key: object) -> bool:
-        # The probe loop is repeated from add() on purpose: both run a million times in
-        # prepare, and a shared helper costs a function call per URL.
         if not isinstance(key, str):
             return False
-        h = hash(key) & _MASK64 or 1
-        table = self._table
-        mask = self._mask
+        h = hash(key) or 1
+        s = h >> 60
+        table = self._tables[s]
+        mask = self._masks[s]
         i = h & mask
         while True:
             v = table[i]
@@ -322,18 +395,23 @@ class UrlSet:
 
     @property
     def nbytes(self) -> int:
-        """Bytes held by the table (for reports and tests)."""
-        return self._table.itemsize * len(self._table)
+        """Bytes held by the tables (for reports and tests)."""
+        return sum(t.nbytes for t in self._tables)
 
-    def _grow(self) -> None:
-        size = 2 * len(self._table)
-        table = array("Q", bytes(8 * size))
+    def _grow(self, s: int) -> None:
+        size = 2 * len(self._tables[s])
+        table = _table(size)
         mask = size - 1
-        for h in filter(None, self._table):
+        for h in filter(None, self._tables[s]):
             i = h & mask
             while table[i]:
                 i = (i + 1) & mask
             table[i] = h
-        self._table = table
-        self._mask = mask
-        self._limit = size // 2
+        self._tables[s] = table
+        self._masks[s] = mask
+        self._limits[s] = size // 2
+
+
+def _table(size: int) -> memoryview:
+    """``size`` zeroed signed 64-bit slots in their own memory map (see :class:`UrlSet`)."""
+    return memoryview(mmap.mmap(-1, 8 * size)).cast("q")

@@ -106,7 +106,34 @@ def atomic_write(target: Path, data: bytes | str, *, tmp_dir: Path | None = None
                 os.unlink(tmp)
 
 
-def replace_file(tmp: Path, target: Path, retries: int = 20) -> None:
+def write_new_file(directory: str, name: str, data: bytes) -> str:
+    """``atomic_write(directory/name, data, fsync=False)`` for writers of many small files.
+
+    The same temporary name and rename, with plain ``os`` calls on strings: prepare writes
+    10,000 tickets for a million URLs and the ``Path`` and buffered-file layers cost a third
+    of that.  Durability is the caller's (prepare calls ``os.sync()`` once at its end).
+    """
+    target = f"{directory}/{name}"
+    tmp = f"{directory}/{TMP_PREFIX}{name}.{os.getpid()}.{secrets.token_hex(4)}"
+    done = False
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o666)
+    try:
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view):]
+        finally:
+            os.close(fd)
+        replace_file(tmp, target)
+        done = True
+    finally:
+        if not done:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(tmp)
+    return target
+
+
+def replace_file(tmp: Path | str, target: Path | str, retries: int = 20) -> None:
     """``os.replace`` that outlasts SMB's EEXIST/EBUSY/EACCES while a reader holds ``target``
     open (readers hold files for milliseconds)."""
     for attempt in range(retries):

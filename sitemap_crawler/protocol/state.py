@@ -9,6 +9,7 @@ Layout (roadmap v0.4.0)::
       hosts/<host>/                                 politeness tokens (see hostgate.py)
       locks/                                        rename tokens for state-wide jobs
       manifest.json                                 what prepare and the crawls did
+      excluded.jsonl                                URLs the last prepare left out, and why
       url-index.json                                url -> validators, hashes, file path (base)
       url-index.d/<seq>-<writer>.jsonl              what later merges learnt (see index.py)
       url-index.segments.json                       which segments are live (see index.py I4)
@@ -40,6 +41,7 @@ from sitemap_crawler.protocol.fsutil import atomic_write, ensure_token_dir, read
 log = logging.getLogger(__name__)
 
 TICKET_STATES = ("pending", "claimed", "completed", "failed")
+EXCLUDED_FILE = "excluded.jsonl"  # written by prepare, read by export
 
 
 @dataclass(frozen=True)

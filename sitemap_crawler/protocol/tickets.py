@@ -80,6 +80,7 @@ from sitemap_crawler.protocol.fsutil import (
     move_exclusive,
     read_bytes,
     unlink_quiet,
+    write_new_file,
 )
 from sitemap_crawler.protocol.state import StateDir
 from sitemap_crawler.timestamps import parse_ts, utcnow
@@ -205,9 +206,8 @@ class TicketQueue:
     # -- creation ----------------------------------------------------------------------------
     def add(self, ticket: dict[str, Any]) -> Path:
         """Write a new pending ticket (gen 0).  prepare calls os.sync() once at its end."""
-        path = self.dirs["pending"] / f"{ticket['ticket_id']}.0.json"
-        atomic_write(path, orjson.dumps(ticket), fsync=False)
-        return path
+        return Path(write_new_file(str(self.dirs["pending"]), f"{ticket['ticket_id']}.0.json",
+                                   orjson.dumps(ticket)))
 
     # -- T1 ----------------------------------------------------------------------------------
     def claim(self) -> Claimed | None:
