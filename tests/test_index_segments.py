@@ -319,3 +319,19 @@ def test_a_worker_keeps_its_fold_view_and_still_sees_every_other_fold(tmp_path):
     q = TicketQueue(state, "t")
     ticketed = [u["url"] for n in q.names("pending") for u in q.read("pending", n)["urls"]]
     assert sorted(ticketed) == sorted(x), "every link ticketed exactly once"
+
+
+def test_a_segment_cut_at_a_line_end_is_not_read_as_whole(tmp_path):
+    """I5: a segment shorter than the size its list records (a share's stale size can cut a
+    read exactly after a newline, which parses) is never folded as if it were whole."""
+    state = _state(tmp_path, 20_000)
+    _journal(state, [f"https://docs.example/p/{i}" for i in range(10)])
+    _merge(state)
+    seg = url_index.segment_files(state)[0]
+    lines = seg.read_bytes().splitlines(keepends=True)
+    assert len(lines) == 10
+    seg.write_bytes(b"".join(lines[:6]))  # four whole records gone, still valid JSON lines
+    with pytest.raises(CrawlError, match="shorter than its listed size"):
+        url_index.load_view(state)
+    with pytest.raises(CrawlError, match="shorter than its listed size"):
+        dict(url_index.iter_view(state))

@@ -7,7 +7,8 @@ Format (roadmap v0.4.0, extended): a **base** file and **segments** beside it::
                             "last_crawled": "2026-11-21T12:00:00Z",
                             "file_path": "host/page.md", "outcome": "new", ...}}
     url-index.d/00000007-<writer>.jsonl   one record per line: {"url": ..., <entry fields>}
-    url-index.segments.json   {"segments": ["00000007-<writer>.jsonl", ...], "base_entries": N,
+    url-index.segments.json   {"segments": ["00000007-<writer>.jsonl", ...], "sizes": {...},
+                               "base_entries": N,
                                "base_bytes": B, "base_hash": "<blake2b>",
                                "base_id": "<new with each base>", "journals": {...}}
 
@@ -52,6 +53,9 @@ Invariants:
   atomically and read by path (S1), so it is as fresh as the base.  A segment is written
   before the list names it and taken off the list before it is deleted; an unlisted file is
   the leftover of a killed writer, deleted by the next compaction.
+* I5. The list records each segment's byte size, and a segment is read until it has that
+  size: a share's client that serves a stale (shorter) size could cut it at a line's end,
+  which parses and would silently drop the lines after it.
 * J2. A journal is deleted only after the segment holding its records is in place, when its
   worker is gone (closed journal, or ``is_gone``), **and while no ticket is claimed under
   that worker's id** (``claimed/*_<w>.json``): the reclaimer (tickets.py T5) reads the
@@ -99,7 +103,7 @@ from sitemap_crawler.protocol.fsutil import (
     unlink_quiet,
 )
 from sitemap_crawler.protocol.heartbeat import proven_dead
-from sitemap_crawler.protocol.journal import journal_files, owner_of, read_journal_from
+from sitemap_crawler.protocol.journal import JournalTail, journal_files, owner_of
 from sitemap_crawler.protocol.state import StateDir
 from sitemap_crawler.protocol.tickets import claimed_owners
 from sitemap_crawler.timestamps import utcnow
@@ -157,12 +161,18 @@ def segment_files(state: StateDir) -> list[Path]:
 
 def _write_list(state: StateDir, segments: list[Path], check: Callable[[], None],
                 base: tuple[int, int, str] | None = None,
-                journals: dict[str, int] | None = None) -> None:
+                journals: dict[str, int] | None = None,
+                new_size: tuple[str, int] | None = None) -> None:
     """``base``: (entries, bytes, digest) of a base just written; ``journals``: how far each
-    journal is folded now (J4).  Either is kept as it was if None."""
+    journal is folded now (J4).  Either is kept as it was if None.  ``new_size``: the name
+    and byte size of a segment just written (every listed segment's size is kept, I5)."""
     old = _read_list(state)
     fresh = base is not None  # a new base: a new identity (_FoldCache)
+    sizes = dict(old.get("sizes") or {})
+    if new_size is not None:
+        sizes[new_size[0]] = new_size[1]
     data = {"segments": [p.name for p in segments],
+            "sizes": {p.name: sizes[p.name] for p in segments if p.name in sizes},
             "base_entries": base[0] if base is not None else old.get("base_entries"),
             "base_bytes": base[1] if base is not None else old.get("base_bytes"),
             "base_hash": base[2] if base is not None else old.get("base_hash"),
@@ -172,21 +182,53 @@ def _write_list(state: StateDir, segments: list[Path], check: Callable[[], None]
     atomic_write(state.root / LIST_FILE, orjson.dumps(data), before_replace=check)
 
 
-def read_segment(path: Path) -> list[dict[str, Any]]:
-    """A segment's records; FileNotFoundError passes (a compaction took it, I3)."""
-    def parse(raw: bytes) -> list[dict[str, Any]]:
-        out = []
-        for line in raw.splitlines():
-            if line.strip():
-                rec = orjson.loads(line)
-                if not isinstance(rec, dict) or not isinstance(rec.get("url"), str):
-                    raise ValueError("not a record")
-                out.append(rec)
-        return out
+class _CutShort(ValueError):
+    """A read shorter than the size the list recorded (S1: a client's stale size)."""
+
+    def __init__(self, n: int) -> None:
+        super().__init__("shorter than its listed size")
+        self.pos = n  # read_settled reads again: the data ended early
+
+
+def _live(state: StateDir) -> list[tuple[Path, int | None]]:
+    """The live segments with the byte sizes the list recorded for them (I5)."""
+    listed = _read_list(state)
+    sizes = listed.get("sizes") or {}
+    d = segment_dir(state)
+    return [(d / str(n), sizes.get(str(n))) for n in listed["segments"]]
+
+
+def iter_segment(path: Path, size: int | None = None) -> Iterator[dict[str, Any]]:
+    """A segment's records, parsed one line at a time (a compaction of 100,000 records holds
+    the file's bytes and the index, not a list of them too).  ``size``: what the list says
+    the file holds (I5): a shorter read is S1's stale size and is read again, since a cut at
+    a line's end would parse and lose the lines after it.  FileNotFoundError passes (a
+    compaction took it, I3)."""
+    def whole(raw: bytes) -> bytes:
+        if size is not None and len(raw) < size:
+            raise _CutShort(len(raw))
+        if size is not None and len(raw) > size:
+            raise ValueError(f"{len(raw)} bytes, the list says {size}")
+        return raw
     try:
-        return read_settled(path, parse)
+        raw = read_settled(path, whole)
     except ValueError as e:  # written atomically by us: a bad one was not written by us
         raise CrawlError(f"{path}: corrupt url-index segment ({e})") from None
+    for line in raw.splitlines():
+        if not line.strip():
+            continue
+        try:
+            rec = orjson.loads(line)
+        except orjson.JSONDecodeError as e:
+            raise CrawlError(f"{path}: corrupt url-index segment ({e})") from None
+        if not isinstance(rec, dict) or not isinstance(rec.get("url"), str):
+            raise CrawlError(f"{path}: corrupt url-index segment (not a record)")
+        yield rec
+
+
+def read_segment(path: Path, size: int | None = None) -> list[dict[str, Any]]:
+    """A segment's records as a list (small segments, tests)."""
+    return list(iter_segment(path, size))
 
 
 def apply(idx: Index, rec: dict[str, Any]) -> None:
@@ -215,20 +257,20 @@ def _read_view(state: StateDir, output_dir: Path | None, *, rebuild: bool) -> _V
     """Base + segments, read consistently (I3); ``rebuild``: a corrupt base is set aside and
     rebuilt (writers, under the lock) instead of raising."""
     for _ in range(_READ_TRIES):
-        segs = segment_files(state)
+        live = _live(state)
         rebuilt = False
         if rebuild:
             idx, rebuilt = _load_or_rebuild(state, output_dir)
         else:
             idx = load(state.index_path)
         try:
-            for path in segs:
-                for rec in read_segment(path):
+            for path, size in live:
+                for rec in iter_segment(path, size):
                     apply(idx, rec)
         except FileNotFoundError:
             time.sleep(0.05)
             continue
-        return _View(idx, segs, rebuilt)
+        return _View(idx, [p for p, _ in live], rebuilt)
     raise CrawlError(f"{state.root}: the url-index kept changing while it was read")
 
 
@@ -314,33 +356,37 @@ def _merge(state: StateDir, worker_id: str, is_gone: Callable[[str], bool],
         known = cached.known if cached is not None else None
         if known is not None and frontier is not None:
             known.update(frontier.key(u["url"]) for it in replayed for u in it["urls"])
-        lines: list[bytes] = []  # the new segment, serialised as read: one copy in memory
+        # The new segment, serialised as read into one buffer: a list of 100,000 small
+        # orjson.dumps results held 800 MiB (each keeps its over-allocated block), this 45 MB.
+        seg = bytearray()
         linked: list[dict[str, Any]] = []
         upto: dict[str, int] = {}
         applied = 0
         for path in files:
             owner = owner_of(path)
-            recs, end = read_journal_from(path, int(folded.get(owner) or 0))
-            upto[owner] = max(end, upto.get(owner, 0))
-            applied += len(recs)
-            for rec in recs:
-                lines.append(orjson.dumps({k: x for k, x in rec.items() if k not in _TRANSIENT}))
+            tail = JournalTail(path, int(folded.get(owner) or 0))
+            for rec in tail:
+                applied += 1
+                seg += orjson.dumps({k: x for k, x in rec.items() if k not in _TRANSIENT})
+                seg += b"\n"
                 if v is not None:
                     apply(v.idx, rec)
                     if known is not None and frontier is not None:
                         known.add(frontier.key(rec["url"]))
                     if frontier is not None and rec.get("links"):
                         linked.append(rec)
+            upto[owner] = max(tail.end, upto.get(owner, 0))
         intent = None
         if v is not None:
             if frontier is not None:
                 intent = frontier.fold(v.idx, linked, known)
             for it in [*replayed, intent]:  # the queued marks F1 made: part of the index too
                 for u in (it or {}).get("urls") or ():
-                    lines.append(orjson.dumps({"url": u["url"], **v.idx[u["url"]]}))
-        written = (_write_segment(state, worker_id, lines, lock.check, journals=upto)
-                   if lines else None)
-        del lines  # a compaction below may need the memory
+                    seg += orjson.dumps({"url": u["url"], **v.idx[u["url"]]})
+                    seg += b"\n"
+        written = (_write_segment(state, worker_id, seg, lock.check, journals=upto)
+                   if seg else None)
+        del seg  # a compaction below may need the memory
         if frontier is not None:  # F2: tickets only once the index holding them is written
             for done in replayed:
                 frontier.commit(done, replay=True)
@@ -374,12 +420,13 @@ class _FoldCache:
         c = cls._by_root.pop(state.root, None)  # out until keep(): an error drops it
         listed = _read_list(state)
         names = [str(n) for n in listed["segments"]]
+        sizes = listed.get("sizes") or {}
         base_id = listed.get("base_id")
         if (c is not None and base_id is not None and c.base_id == base_id
                 and names[:len(c.applied)] == c.applied):
             d = segment_dir(state)
             for name in names[len(c.applied):]:
-                for rec in read_segment(d / name):
+                for rec in iter_segment(d / name, sizes.get(name)):
                     apply(c.view.idx, rec)
                     c.known.add(key(rec["url"]))
             c.applied = names
@@ -397,7 +444,7 @@ class _FoldCache:
             _FoldCache._by_root[self.state.root] = self
 
 
-def _write_segment(state: StateDir, worker_id: str, lines: list[bytes],
+def _write_segment(state: StateDir, worker_id: str, data: bytes | bytearray,
                    check: Callable[[], None], *, replaces: list[Path] | None = None,
                    journals: dict[str, int] | None = None) -> Path:
     """One new segment, then the list naming it (I4): a crash between the two leaves an
@@ -408,9 +455,10 @@ def _write_segment(state: StateDir, worker_id: str, lines: list[bytes],
     live = segment_files(state)
     seq = max((int(p.name[:8]) for p in live if p.name[:8].isdigit()), default=0) + 1
     path = d / f"{seq:08d}-{worker_id}-{secrets.token_hex(3)}.jsonl"
-    atomic_write(path, b"\n".join(lines) + b"\n", before_replace=check)
+    atomic_write(path, bytes(data), before_replace=check)
     gone = set(replaces or ())
-    _write_list(state, [p for p in live if p not in gone] + [path], check, journals=journals)
+    _write_list(state, [p for p in live if p not in gone] + [path], check, journals=journals,
+                new_size=(path.name, len(data)))
     return path
 
 
@@ -434,8 +482,12 @@ def _maintain(state: StateDir, output_dir: Path | None, check: Callable[[], None
         _drop(segs, check)
         _drop_orphans(state, check)
     elif len(segs) > MAX_SEGMENTS:
-        lines = [orjson.dumps(rec) for p in segs for rec in read_segment(p)]
-        _write_segment(state, "combined", lines, check, replaces=segs)
+        data = bytearray()
+        for p, size in _live(state):
+            for rec in iter_segment(p, size):
+                data += orjson.dumps(rec)
+                data += b"\n"
+        _write_segment(state, "combined", data, check, replaces=segs)
         _drop(segs, check)
 
 
@@ -482,8 +534,8 @@ def count(state: StateDir) -> int:
             n = len(load(state.index_path))
         new: set[str] = set()
         try:
-            for path in segment_files(state):
-                new.update(r["url"] for r in read_segment(path)
+            for path, size in _live(state):
+                new.update(r["url"] for r in iter_segment(path, size)
                            if r.get("outcome") in ("new", "queued"))
         except FileNotFoundError:
             continue
@@ -557,8 +609,8 @@ def iter_view(state: StateDir) -> Iterator[tuple[str, dict[str, Any]]]:
     for _ in range(_READ_TRIES):
         later: dict[str, list[dict[str, Any]]] = {}
         try:
-            for path in segment_files(state):
-                for rec in read_segment(path):
+            for path, size in _live(state):
+                for rec in iter_segment(path, size):
                     later.setdefault(rec["url"], []).append(rec)
         except FileNotFoundError:
             time.sleep(0.05)

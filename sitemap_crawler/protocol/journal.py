@@ -87,35 +87,41 @@ def read_journal(path: Path) -> Iterator[dict[str, Any]]:
                 yield rec
 
 
-def read_journal_from(path: Path, offset: int) -> tuple[list[dict[str, Any]], int]:
-    """The records after byte ``offset``, and the offset to start from next time: the end of
-    the last line that was whole and parsed, with no bad line before it.  A garbled line (on
-    a share, a reader may see a line whose bytes have not all arrived) stops the offset, so
-    it is read again next time instead of being lost; records after it are returned now too
-    (folding a record twice is harmless).  A missing file has nothing new."""
-    try:
-        f = open(path, "rb")  # noqa: SIM115 - closed by the with below; ENOENT is normal
-    except FileNotFoundError:
-        return [], offset
-    out: list[dict[str, Any]] = []
-    end = pos = offset
-    clean = True
-    with f:
-        f.seek(offset)
-        for line in f:
-            if not line.endswith(b"\n"):
-                break  # torn or still being written: next time
-            pos += len(line)
-            try:
-                rec = json.loads(line)
-            except ValueError:
-                clean = False
-                continue
-            if isinstance(rec, dict) and "url" in rec:
-                out.append(rec)
-            if clean:
-                end = pos
-    return out, end
+class JournalTail:
+    """The records after byte ``offset``, one at a time (a merge of 100,000 records must not
+    hold them all: parsed with the standard json, a list of them took 260 MiB), and after
+    iterating, ``end``: the offset to start from next time, the end of the last line that
+    was whole and parsed with no bad line before it.  A garbled line (on a share, a reader
+    may see a line whose bytes have not all arrived) stops ``end``, so it is read again next
+    time instead of being lost; records after it are yielded now too (folding a record twice
+    is harmless).  A missing file has nothing new."""
+
+    def __init__(self, path: Path, offset: int) -> None:
+        self.path = path
+        self.end = offset
+
+    def __iter__(self) -> Iterator[dict[str, Any]]:
+        try:
+            f = open(self.path, "rb")  # noqa: SIM115 - closed by the with below; ENOENT is normal
+        except FileNotFoundError:
+            return
+        pos = self.end
+        clean = True
+        with f:
+            f.seek(pos)
+            for line in f:
+                if not line.endswith(b"\n"):
+                    break  # torn or still being written: next time
+                pos += len(line)
+                try:
+                    rec = orjson.loads(line)
+                except orjson.JSONDecodeError:
+                    clean = False
+                    continue
+                if clean:
+                    self.end = pos
+                if isinstance(rec, dict) and "url" in rec:
+                    yield rec
 
 
 def journal_files(journal_dir: Path) -> list[Path]:
