@@ -71,7 +71,7 @@ def tmp_name(target: Path) -> Path:
     return target.with_name(f"{TMP_PREFIX}{target.name}.{os.getpid()}.{secrets.token_hex(4)}")
 
 
-def atomic_write(target: Path, data: bytes | str, *, tmp_dir: Path | None = None,
+def atomic_write(target: Path, data: bytes | bytearray | str, *, tmp_dir: Path | None = None,
                  fsync: bool = True,
                  replace_retries: int = 20,
                  before_replace: Callable[[], None] | None = None) -> None:

@@ -455,7 +455,7 @@ def _write_segment(state: StateDir, worker_id: str, data: bytes | bytearray,
     live = segment_files(state)
     seq = max((int(p.name[:8]) for p in live if p.name[:8].isdigit()), default=0) + 1
     path = d / f"{seq:08d}-{worker_id}-{secrets.token_hex(3)}.jsonl"
-    atomic_write(path, bytes(data), before_replace=check)
+    atomic_write(path, data, before_replace=check)
     gone = set(replaces or ())
     _write_list(state, [p for p in live if p not in gone] + [path], check, journals=journals,
                 new_size=(path.name, len(data)))
@@ -467,14 +467,16 @@ def _maintain(state: StateDir, output_dir: Path | None, check: Callable[[], None
     """Compact into the base when the segments reach half its size (or the base was rebuilt);
     combine segments when there are too many.  ``v``, when given, is the view read under this
     lock hold, already holding ``written``'s records."""
-    segs = segment_files(state)
+    listed = _read_list(state)
+    sizes = listed.get("sizes") or {}
+    segs = [segment_dir(state) / str(n) for n in listed["segments"]]
     base_bytes = _size(state.index_path)
     # An index of an earlier version has no list naming its base: migrate it once, when the
     # whole view is in memory anyway (prepare), so status and export get its figures.
-    migrate = v is not None and base_bytes > 0 and not _read_list(state).get("base_id")
+    migrate = v is not None and base_bytes > 0 and not listed.get("base_id")
     if not segs and not migrate and not (v is not None and v.rebuilt):
         return
-    seg_bytes = sum(_size(p) for p in segs)
+    seg_bytes = sum(sizes.get(p.name) or _size(p) for p in segs)  # I5: no stat on a share
     if (v is not None and v.rebuilt) or migrate or seg_bytes * 2 > base_bytes:
         if v is None:
             v = _read_view(state, output_dir, rebuild=True)
