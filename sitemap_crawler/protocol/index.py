@@ -87,7 +87,7 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypeVar
 
 import orjson
 
@@ -111,6 +111,7 @@ from sitemap_crawler.timestamps import utcnow
 log = logging.getLogger(__name__)
 
 Index = dict[str, dict[str, Any]]
+T = TypeVar("T")
 
 # Fields a journal record carries that are about the crawl, not about the URL.
 _TRANSIENT = {"ticket", "final", "worker", "elapsed", "attempts", "links"}
@@ -155,8 +156,7 @@ def _read_list(state: StateDir) -> dict[str, Any]:
 
 def segment_files(state: StateDir) -> list[Path]:
     """The live segments, oldest first, as the segment list names them (never a listing)."""
-    d = segment_dir(state)
-    return [d / str(n) for n in _read_list(state)["segments"]]
+    return [p for p, _ in _live(state)]
 
 
 def _write_list(state: StateDir, segments: list[Path], check: Callable[[], None],
@@ -190,9 +190,10 @@ class _CutShort(ValueError):
         self.pos = n  # read_settled reads again: the data ended early
 
 
-def _live(state: StateDir) -> list[tuple[Path, int | None]]:
+def _live(state: StateDir, listed: dict[str, Any] | None = None,
+          ) -> list[tuple[Path, int | None]]:
     """The live segments with the byte sizes the list recorded for them (I5)."""
-    listed = _read_list(state)
+    listed = _read_list(state) if listed is None else listed
     sizes = listed.get("sizes") or {}
     d = segment_dir(state)
     return [(d / str(n), sizes.get(str(n))) for n in listed["segments"]]
@@ -253,25 +254,32 @@ class _View:
     rebuilt: bool = False  # the base was corrupt and rebuilt: it must be written
 
 
+def _consistently(state: StateDir, read: Callable[[], T]) -> T:
+    """I3: ``read`` (list, then base, then segments) again from the start when a segment it
+    was told of is gone: a compaction replaced the base meanwhile."""
+    for _ in range(_READ_TRIES):
+        try:
+            return read()
+        except FileNotFoundError:
+            time.sleep(0.05)
+    raise CrawlError(f"{state.root}: the url-index kept changing while it was read")
+
+
 def _read_view(state: StateDir, output_dir: Path | None, *, rebuild: bool) -> _View:
     """Base + segments, read consistently (I3); ``rebuild``: a corrupt base is set aside and
     rebuilt (writers, under the lock) instead of raising."""
-    for _ in range(_READ_TRIES):
+    def read() -> _View:
         live = _live(state)
         rebuilt = False
         if rebuild:
             idx, rebuilt = _load_or_rebuild(state, output_dir)
         else:
             idx = load(state.index_path)
-        try:
-            for path, size in live:
-                for rec in iter_segment(path, size):
-                    apply(idx, rec)
-        except FileNotFoundError:
-            time.sleep(0.05)
-            continue
+        for path, size in live:
+            for rec in iter_segment(path, size):
+                apply(idx, rec)
         return _View(idx, [p for p, _ in live], rebuilt)
-    raise CrawlError(f"{state.root}: the url-index kept changing while it was read")
+    return _consistently(state, read)
 
 
 def load_view(state: StateDir) -> Index:
@@ -468,15 +476,15 @@ def _maintain(state: StateDir, output_dir: Path | None, check: Callable[[], None
     combine segments when there are too many.  ``v``, when given, is the view read under this
     lock hold, already holding ``written``'s records."""
     listed = _read_list(state)
-    sizes = listed.get("sizes") or {}
-    segs = [segment_dir(state) / str(n) for n in listed["segments"]]
+    live = _live(state, listed)
+    segs = [p for p, _ in live]
     base_bytes = _size(state.index_path)
     # An index of an earlier version has no list naming its base: migrate it once, when the
     # whole view is in memory anyway (prepare), so status and export get its figures.
     migrate = v is not None and base_bytes > 0 and not listed.get("base_id")
     if not segs and not migrate and not (v is not None and v.rebuilt):
         return
-    seg_bytes = sum(sizes.get(p.name) or _size(p) for p in segs)  # I5: no stat on a share
+    seg_bytes = sum(size or _size(p) for p, size in live)  # I5: no stat on a share
     if (v is not None and v.rebuilt) or migrate or seg_bytes * 2 > base_bytes:
         if v is None:
             v = _read_view(state, output_dir, rebuild=True)
@@ -485,7 +493,7 @@ def _maintain(state: StateDir, output_dir: Path | None, check: Callable[[], None
         _drop_orphans(state, check)
     elif len(segs) > MAX_SEGMENTS:
         data = bytearray()
-        for p, size in _live(state):
+        for p, size in live:
             for rec in iter_segment(p, size):
                 data += orjson.dumps(rec)
                 data += b"\n"
@@ -529,20 +537,17 @@ def count(state: StateDir) -> int:
     """URLs in the index, for ``status``, reading O(segments) bytes: the base's count from the
     segment list (counted once if an earlier version wrote the base), plus the URLs the
     segments first saw (records of new pages, queued links).  Exact after a compaction."""
-    for _ in range(_READ_TRIES):
+    def read() -> int:
         listed = _read_list(state)
         n = listed.get("base_entries")
         if not isinstance(n, int):
             n = len(load(state.index_path))
         new: set[str] = set()
-        try:
-            for path, size in _live(state):
-                new.update(r["url"] for r in iter_segment(path, size)
-                           if r.get("outcome") in ("new", "queued"))
-        except FileNotFoundError:
-            continue
+        for path, size in _live(state, listed):
+            new.update(r["url"] for r in iter_segment(path, size)
+                       if r.get("outcome") in ("new", "queued"))
         return n + len(new)
-    raise CrawlError(f"{state.root}: the url-index kept changing while it was read")
+    return _consistently(state, read)
 
 
 def prune_journals(state: StateDir, merged: list[Path], is_gone: Callable[[str], bool],
@@ -608,18 +613,13 @@ def _index_lock(state: StateDir, worker_id: str, timeout: float) -> Iterator[Ren
 def iter_view(state: StateDir) -> Iterator[tuple[str, dict[str, Any]]]:
     """``(url, entry)`` of the whole index, streaming the base (export of a million URLs):
     memory holds the segments' records and about a MiB of the base (I3 as for load_view)."""
-    for _ in range(_READ_TRIES):
+    def read() -> dict[str, list[dict[str, Any]]]:
         later: dict[str, list[dict[str, Any]]] = {}
-        try:
-            for path, size in _live(state):
-                for rec in iter_segment(path, size):
-                    later.setdefault(rec["url"], []).append(rec)
-        except FileNotFoundError:
-            time.sleep(0.05)
-            continue
-        break
-    else:
-        raise CrawlError(f"{state.root}: the url-index kept changing while it was read")
+        for path, size in _live(state):
+            for rec in iter_segment(path, size):
+                later.setdefault(rec["url"], []).append(rec)
+        return later
+    later = _consistently(state, read)
     with _settled_base(state) as base:
         for url, entry in iter_entries(base):
             recs = later.pop(url, None)
