@@ -13,9 +13,11 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
+import os
 import signal
 import sys
 import traceback
+from collections import Counter
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Annotated
@@ -169,7 +171,9 @@ def status(
                f"in index {st['index_urls']}")
     for w in st["workers"]:
         alive = {True: "alive", False: "dead", None: "unknown (use --watch)"}[w["alive"]]
-        held = f"ticket {w['ticket']}" if w["ticket"] else "idle"
+        more = int(w.get("tickets") or 0) - 1
+        held = (f"ticket {w['ticket']}" + (f" (+{more} more)" if more > 0 else "")
+                if w["ticket"] else "idle")
         typer.echo(f"  worker {w['worker_id']}: {alive}, {held}, {w['urls_done']} URLs done")
     if st["dead_workers"]:
         typer.echo(f"  dead workers (tickets taken back): {', '.join(st['dead_workers'])}")
@@ -221,29 +225,47 @@ def _run_summary(done: dict[str, dict[str, object]], code: int) -> None:
 
 
 def _work_sites(names: list[str], workers: int, done: dict[str, dict[str, object]]) -> int:
-    """Work on the sites; the exit code says how it ended (see the module docstring)."""
+    """Work on every site with work at once (commands/dispatch.py); the exit code says how it
+    ended (see the module docstring)."""
+    from sitemap_crawler.commands.work import has_work, run_sites
+    from sitemap_crawler.fetch.browser import require_browser
+    from sitemap_crawler.protocol.state import StateDir
+
     if workers < 1:
         raise UserError("--workers: must be at least 1")
     cfg = Ctx.config()
     sites = [cfg.site(n) for n in names] if names else list(cfg.sites)
-    ran = 0
-    failed: list[str] = []
-    # A SIGHUP between two sites must not kill the run: the next site takes the new config
-    # (run_site handles one during a site's crawl).
+    active: list[Site] = []
+    # A SIGHUP before the workers start must not kill the run: the new config is taken
+    # (run_sites handles one during the crawl).
     hups: list[int] = []
     old_hup = signal.signal(signal.SIGHUP, lambda signum, _f: hups.append(signum))
     try:
         for site in sites:
-            if hups:
-                hups.clear()
-                site = _reloaded(site)
-            code = _work_site(site, bool(names), workers, done, failed)
-            if code is not None:
-                return code
-            ran += site.name in done
+            if not StateDir(site.state_dir).exists():
+                if names:
+                    raise UserError(f"{site.name}: not prepared (run: sitemap-crawler "
+                                    f"prepare {site.name})")
+                continue
+            if has_work(site):
+                require_browser(site.settings)  # render: browser | auto: one-line error
+                active.append(site)
+            else:
+                log.info("%s: no work left", site.name)
+        if hups:
+            active = [_reloaded(site) for site in active]
     finally:
         signal.signal(signal.SIGHUP, old_hup)
-    if not ran and not failed:
+    failed: list[str] = []
+    totals = run_sites(Ctx.config_path, active, workers) if active else {}
+    code = None
+    for site in sites:
+        if site.name in totals:
+            code = _site_done(site, totals[site.name], done, failed) or code
+        _check_failed(site, workers, failed)
+    if code is not None:
+        return code
+    if not active and not failed:
         typer.echo("no work left")
     return EXIT_FAILED if failed else EXIT_OK
 
@@ -257,39 +279,38 @@ def _reloaded(site: Site) -> Site:
         return site
 
 
-def _work_site(site: Site, named: bool, workers: int, done: dict[str, dict[str, object]],
+def _site_done(site: Site, totals: Counter[str], done: dict[str, dict[str, object]],
                failed: list[str]) -> int | None:
-    """One site of :func:`_work_sites`; an exit code when the run must end here."""
+    """Say how one site of the run went; an exit code when the run must end with it."""
+    from sitemap_crawler.commands.work import summary, summary_fields
+    from sitemap_crawler.protocol.state import StateDir
+    from sitemap_crawler.protocol.tickets import TicketQueue
+
+    typer.echo(summary(site.name, totals))
+    done[site.name] = {**summary_fields(totals),
+                       "stopped": totals.get("stopped") or
+                       ("interrupted" if totals.get("interrupted") else "")}
+    if totals.get("interrupted"):
+        return EXIT_INTERRUPTED
+    if totals.get("workers_died") and TicketQueue(StateDir(site.state_dir), "cli").has_work():
+        # the others could not finish what the dead ones held: not done
+        failed.append(site.name)
+        log.error("%s: %d worker process(es) ended abnormally (see above) and work is "
+                  "left; it goes back to pending: run `sitemap-crawler work %s` again",
+                  site.name, totals["workers_died"], site.name)
+    return None
+
+
+def _check_failed(site: Site, workers: int, failed: list[str]) -> None:
+    """Tickets in failed/ make the run fail, with the command that retries them."""
     from sitemap_crawler.commands.status import failed_urls
-    from sitemap_crawler.commands.work import has_work, run_site, summary, summary_fields
-    from sitemap_crawler.fetch.browser import require_browser
     from sitemap_crawler.protocol.state import StateDir
     from sitemap_crawler.protocol.tickets import TicketQueue
 
     state = StateDir(site.state_dir)
     if not state.exists():
-        if named:
-            raise UserError(f"{site.name}: not prepared (run: sitemap-crawler prepare "
-                            f"{site.name})")
-        return None
+        return
     queue = TicketQueue(state, "cli")
-    if has_work(site):
-        require_browser(site.settings)  # render: browser | auto: a one-line error if none
-        totals = run_site(Ctx.config_path, site, workers)
-        typer.echo(summary(site.name, totals))
-        done[site.name] = {**summary_fields(totals),
-                           "stopped": totals.get("stopped") or
-                           ("interrupted" if totals.get("interrupted") else "")}
-        if totals.get("interrupted"):
-            return EXIT_INTERRUPTED
-        if totals.get("workers_died") and queue.has_work():
-            # the others could not finish what the dead ones held: not done
-            failed.append(site.name)
-            log.error("%s: %d worker process(es) ended abnormally (see above) and work is "
-                      "left; it goes back to pending: run `sitemap-crawler work %s` again",
-                      site.name, totals["workers_died"], site.name)
-    else:
-        log.info("%s: no work left", site.name)
     n_failed = queue.counts()["failed"]
     if n_failed:
         if site.name not in failed:
@@ -297,14 +318,19 @@ def _work_site(site: Site, named: bool, workers: int, done: dict[str, dict[str, 
         log.error("%s: %d ticket(s) failed (%d URL(s) used up their retries); after fixing "
                   "the cause run: sitemap-crawler resume %s --workers %d", site.name,
                   n_failed, failed_urls(queue), site.name, workers)
-    return None
+
+
+# One process per core: conversion is CPU work, and each process keeps max_in_flight
+# requests going (commands/dispatch.py), so more processes than cores buy nothing.
+DEFAULT_WORKERS = max(1, min(os.cpu_count() or 1, 8))
+WORKERS_HELP = "Worker processes (default: one per CPU core, at most 8)."
 
 
 @app.command()
 def work(
     sites: Annotated[list[str] | None, typer.Argument(help="Sites (default: every site with "
                                                       "work left).")] = None,
-    workers: Annotated[int, typer.Option("--workers", "-w", help="Worker processes.")] = 1,
+    workers: Annotated[int, typer.Option("--workers", "-w", help=WORKERS_HELP)] = DEFAULT_WORKERS,
 ) -> None:
     """Work on prepared tickets until none is left (run it on as many machines as you like)."""
     raise typer.Exit(_work(sites or [], workers))
@@ -313,7 +339,7 @@ def work(
 @app.command()
 def crawl(
     site: Annotated[str, typer.Argument(help="Site name from config.yaml.")],
-    workers: Annotated[int, typer.Option("--workers", "-w", help="Worker processes.")] = 4,
+    workers: Annotated[int, typer.Option("--workers", "-w", help=WORKERS_HELP)] = DEFAULT_WORKERS,
     full: Annotated[bool, typer.Option("--full", help="Re-fetch every URL.")] = False,
 ) -> None:
     """prepare + work for one site."""
@@ -323,13 +349,42 @@ def crawl(
 
 @app.command("crawl-all")
 def crawl_all(
-    workers: Annotated[int, typer.Option("--workers", "-w", help="Worker processes.")] = 4,
+    workers: Annotated[int, typer.Option("--workers", "-w", help=WORKERS_HELP)] = DEFAULT_WORKERS,
     full: Annotated[bool, typer.Option("--full", help="Re-fetch every URL.")] = False,
 ) -> None:
     """prepare + work for every configured site."""
-    for s in Ctx.config().sites:
-        prepare(s.name, dry_run=False, full=full)
-    raise typer.Exit(_work([s.name for s in Ctx.config().sites], workers))
+    sites = Ctx.config().sites
+    if len(sites) == 1:
+        prepare(sites[0].name, dry_run=False, full=full)
+    else:
+        _prepare_all(sites, full)
+    raise typer.Exit(_work([s.name for s in sites], workers))
+
+
+def _prepare_all(sites: list[Site], full: bool) -> None:
+    """Prepare the sites side by side, one process each (at most 16 at once): discovery
+    waits on each host's delay (fetch/gated.py), so one after another would cost a delay
+    per site.  Summaries in config order; the first error ends the command, as before."""
+    import multiprocessing as mp
+    from concurrent.futures import ProcessPoolExecutor
+
+    method = "fork" if "fork" in mp.get_all_start_methods() else "spawn"
+    with ProcessPoolExecutor(min(16, len(sites)), mp_context=mp.get_context(method)) as pool:
+        futures = [pool.submit(_prepare_one, site, full) for site in sites]
+        for fut in futures:
+            warnings, filtered, summary = fut.result()
+            for w in warnings:
+                log.warning(w)
+            for reason, n in sorted(filtered.items()):
+                log.info("filtered out by %s: %d", reason, n)
+            typer.echo(summary)
+
+
+def _prepare_one(site: Site, full: bool) -> tuple[list[str], dict[str, int], str]:
+    from sitemap_crawler.commands.prepare import prepare as do_prepare
+
+    res = do_prepare(site, dry_run=False, full=full, progress=lambda msg: log.info(msg))
+    return list(res.warnings), dict(res.filtered), res.summary()
 
 
 @app.command()
@@ -381,7 +436,7 @@ def export(
 
 @app.command()
 def demo(
-    workers: Annotated[int, typer.Option("--workers", "-w", help="Worker processes.")] = 4,
+    workers: Annotated[int, typer.Option("--workers", "-w", help=WORKERS_HELP)] = DEFAULT_WORKERS,
     output: Annotated[Path, typer.Option(help="Where the demo's markdown and state go.")]
     = Path("demo-output"),
     pages: Annotated[int, typer.Option(help="Pages on the demo site.")] = 300,

@@ -81,6 +81,10 @@ class Settings:
     min_delay: Duration = Duration(0.0)
     max_delay: Duration = Duration(60.0)
     max_parallel_per_host: int = 8
+    # requests (with their conversion) one worker process keeps going at once, over all
+    # hosts; lowered so that max_in_flight x max_file_size stays within max_worker_buffer
+    max_in_flight: int = 32
+    max_worker_buffer: Size = Size(512 * 1024 * 1024)
     respect_robots_txt: bool = True
     robots_cache: Duration = Duration(1800)
     # HTTP
@@ -133,6 +137,11 @@ class Settings:
     render: str = "http"
     browser: BrowserSettings = field(default_factory=BrowserSettings)
 
+    def in_flight(self) -> int:
+        """``max_in_flight``, bounded so the bodies a worker may hold at once (each up to
+        ``max_file_size``) stay within ``max_worker_buffer``; at least 1."""
+        return max(1, min(self.max_in_flight, self.max_worker_buffer // self.max_file_size))
+
     def delay_for(self, robots_delay: float | None) -> float:
         """robots.txt Crawl-delay if given, else request_delay, clamped (seed 000 §4.4)."""
         delay = self.request_delay if robots_delay is None else robots_delay
@@ -145,7 +154,8 @@ _CHOICES = {
     "render": ("http", "browser", "auto"),
 }
 _POSITIVE = {"ticket_size", "heartbeat_interval", "heartbeat_timeout", "timeout",
-             "connect_timeout", "max_parallel_per_host", "max_file_size", "max_sitemap_size",
+             "connect_timeout", "max_parallel_per_host", "max_in_flight", "max_worker_buffer",
+             "max_file_size", "max_sitemap_size",
              "max_urls_per_sitemap", "max_sitemaps"}
 _POSITIVE |= {"width", "height"}  # browser.viewport
 _BLOCKABLE = ("image", "font", "media", "stylesheet")  # browser.block

@@ -43,7 +43,8 @@ Handler = Callable[[Request], Response]
 class LocalServer:
     """``with LocalServer() as srv: srv.route('/x', Response(body='hi')); srv.url('/x')``."""
 
-    def __init__(self) -> None:
+    def __init__(self, host: str = "127.0.0.1") -> None:
+        """``host``: any loopback address (127.0.0.2 ... are other hosts on Linux)."""
         self.routes: dict[str, Response | Handler] = {}
         self.requests: list[Request] = []
         self._lock = threading.Lock()
@@ -120,10 +121,10 @@ class LocalServer:
                     except (BrokenPipeError, ConnectionResetError):
                         self.close_connection = True
 
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), _H)
+        self.httpd = ThreadingHTTPServer((host, 0), _H)
         self.httpd.daemon_threads = True
         self.port = self.httpd.server_address[1]
-        self.base = f"http://127.0.0.1:{self.port}"
+        self.base = f"http://{host}:{self.port}"
         self._thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
 
     def __enter__(self) -> LocalServer:

@@ -346,3 +346,31 @@ def test_token_of_dead_worker_on_other_machine_is_taken_back(share):
     print(f"{kind}: stale token taken back after {time.monotonic() - t:.2f}s")
     lease.release()
     assert tokens(a / safe_host(HOST) / "slots-1") == ["slot-0.free"]
+
+
+def test_deferred_release_frees_the_thread_and_keeps_the_delay(tmp_path):
+    """G8: the releaser gives the token back at t0 + delay (not earlier), the releasing
+    thread goes on at once, free_at says when, and a stop gives it back early."""
+    g = gate(tmp_path, deferred=True)
+    other = gate(tmp_path, "w2")
+    stop = threading.Event()
+    lease = g.acquire(HOST, 0.4, 1, stop)
+    assert lease is not None
+    t = time.monotonic()
+    lease.release()
+    assert time.monotonic() - t < 0.05  # this thread is free at once
+    assert abs(g.free_at(HOST) - (lease.t0 + 0.4)) < 1e-6
+    nxt = other.acquire(HOST, 0.4, 1, stop)  # another worker waits for the token
+    assert nxt is not None and nxt.t0 - lease.t0 >= 0.4
+    nxt.release()
+    late = g.acquire(HOST, 30.0, 1, stop)
+    assert late is not None
+    late.release()
+    time.sleep(0.3)
+    assert tokens(g.slots_dir(HOST, 1)) != ["slot-0.free"]  # held for its 30 s delay
+    stop.set()
+    deadline = time.monotonic() + 1.0
+    while tokens(g.slots_dir(HOST, 1)) != ["slot-0.free"]:
+        assert time.monotonic() < deadline, "a stop must give the token back within 1 s"
+        time.sleep(0.02)
+    g.close()

@@ -31,6 +31,7 @@ from sitemap_crawler.discover.urls import (
     plain_origin,
 )
 from sitemap_crawler.protocol.fsutil import write_new_file
+from sitemap_crawler.protocol.tickets import HOST_MARK
 
 NS = "http://www.sitemaps.org/schemas/sitemap/0.9"
 HEAD = f'<?xml version="1.0" encoding="UTF-8"?>\n<urlset xmlns="{NS}">'
@@ -237,7 +238,7 @@ def _prepare(tmp: Path, source: str, exclude: list[str], **settings: object) -> 
     before = set(pending.glob("*.json")) if pending.exists() else set()
     res = prepare(load_config(cfg).sites[0])
     tickets = sorted(set(pending.glob("*.json")) - before,  # this prepare's, in its order
-                     key=lambda p: int(p.name.split(".")[0].rsplit("-", 1)[1]))
+                     key=lambda p: int(p.name.split(HOST_MARK)[0].rsplit("-", 1)[1]))
     entries = [e for t in tickets for e in orjson.loads(t.read_bytes())["urls"]]
     counts = {k: v for k, v in dataclasses.asdict(res).items() if k != "seconds"}
     return counts, entries, (state / "excluded.jsonl").read_bytes()

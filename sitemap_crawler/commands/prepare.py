@@ -56,7 +56,7 @@ import httpx
 import orjson
 
 from sitemap_crawler.commands.plan import Planner
-from sitemap_crawler.config import Site
+from sitemap_crawler.config import Settings, Site
 from sitemap_crawler.convert.output import OutputLayout
 from sitemap_crawler.convert.removal import remove_output, tombstone
 from sitemap_crawler.discover.sitemap import Columns, Entry
@@ -68,10 +68,10 @@ from sitemap_crawler.fetch.decoding import ACCEPT_ENCODING
 from sitemap_crawler.protocol import index as url_index
 from sitemap_crawler.protocol.frontier import QUEUED
 from sitemap_crawler.protocol.fsutil import RenameLock, replace_file, sweep_tmp, tmp_name
-from sitemap_crawler.protocol.heartbeat import Observer, proven_dead
+from sitemap_crawler.protocol.heartbeat import Heartbeat, Observer, proven_dead
 from sitemap_crawler.protocol.hostgate import HostGate
 from sitemap_crawler.protocol.state import EXCLUDED_FILE, StateDir, new_worker_id
-from sitemap_crawler.protocol.tickets import TicketQueue
+from sitemap_crawler.protocol.tickets import HOST_MARK, TicketQueue, by_host
 from sitemap_crawler.timestamps import utcnow
 
 if TYPE_CHECKING:
@@ -150,13 +150,39 @@ class PrepareResult:
                 + f" in {self.seconds:.1f}s")
 
 
-def http_client(site: Site) -> httpx.Client:
+def http_client(site: Site, gate: HostGate | None = None) -> httpx.Client:
+    """The discovery client; with ``gate`` every request takes a lease of the host gate
+    that the workers use (fetch/gated.py), so discovery is as polite as pages."""
     s = site.settings
+    transport = None
+    if gate is not None:
+        from sitemap_crawler.fetch.gated import GatedTransport
+
+        transport = GatedTransport(httpx.HTTPTransport(), gate, s)
     return httpx.Client(
         headers={"User-Agent": s.user_agent, "Accept-Encoding": ACCEPT_ENCODING},
         timeout=httpx.Timeout(s.timeout, connect=s.connect_timeout),
-        follow_redirects=False,
+        follow_redirects=False, transport=transport,
     )
+
+
+@contextlib.contextmanager
+def shared_gate(state: StateDir, wid: str, s: Settings) -> Iterator[HostGate]:
+    """The host gate every site of this .crawl-state shares (state.gate_root), with a
+    heartbeat that tells others that the tokens ``wid`` holds are held by a live process
+    (hostgate.py G6); tokens still waiting for their delay go back when it closes (G8)."""
+    cs = s.crawl_state
+    for d in (state.gate_root, state.gate_workers):
+        d.mkdir(parents=True, exist_ok=True)
+    observer = Observer(state.gate_workers, cs.heartbeat_timeout)
+    hb = Heartbeat(state.gate_workers, wid, cs.heartbeat_interval).start()
+    gate = HostGate(state.gate_root, wid, observer.is_dead, deferred=True)
+    try:
+        yield gate
+    finally:
+        gate.close()
+        with contextlib.suppress(OSError):
+            hb.stop(remove=True)
 
 
 def prepare(site: Site, *, dry_run: bool = False, full: bool = False,
@@ -180,6 +206,7 @@ class _Tickets:
         self.batch: list[dict[str, Any]] = []
         self.stale: list[tuple[float, dict[str, Any]]] = []
         self.hold = hold
+        self.hold_counted = False
         self.held: list[list[dict[str, Any]]] = []
         self.written = 0
 
@@ -213,26 +240,32 @@ class _Tickets:
         held, self.held, self.hold = self.held, [], False
         if held and before_write is not None and not self.res.dry_run:
             before_write([e for t in held for e in t])
+        self.hold_counted = True  # counted when they were held
         for entries in held:
             self._put(entries)
+        self.hold_counted = False
 
     def _write(self, entries: list[dict[str, Any]]) -> None:
-        self.res.tickets += 1
         if self.hold:
+            self.res.tickets += len(by_host(entries))
             self.held.append(entries)
         else:
             self._put(entries)
 
     def _put(self, entries: list[dict[str, Any]]) -> None:
-        self.written += 1
-        if self.res.dry_run:
-            return
-        self.queue.add({
-            "ticket_id": f"{self.run}-{self.written:05d}", "site": self.site.name,
-            "created_at": self.now, "last_seen": self.now, "gen": 0, "urls": entries,
-            "size": len(entries), "claimed_by": None, "claimed_at": None,
-            "completed_at": None,
-            "progress": {"total": len(entries), "success": 0, "failed": 0, "skipped": 0}})
+        """One ticket per host among ``entries`` (tickets.py T9)."""
+        for tag, group in by_host(entries):
+            self.written += 1
+            if not self.hold_counted:
+                self.res.tickets += 1
+            if self.res.dry_run:
+                continue
+            self.queue.add({
+                "ticket_id": f"{self.run}-{self.written:05d}{HOST_MARK}{tag}",
+                "site": self.site.name, "created_at": self.now, "last_seen": self.now,
+                "gen": 0, "urls": group, "size": len(group), "claimed_by": None,
+                "claimed_at": None, "completed_at": None,
+                "progress": {"total": len(group), "success": 0, "failed": 0, "skipped": 0}})
 
 
 class _Excluded:
@@ -271,6 +304,7 @@ class _Prepare:
         self.res = PrepareResult(site=site.name, dry_run=dry_run)
         self.wid = new_worker_id()
         self.observer = Observer(self.state.workers, self.s.crawl_state.heartbeat_timeout)
+        self.gate: HostGate | None = None  # the shared host gate while discovering
         self.now = utcnow()
         self.seen = UrlSet()  # URLs past the filter so far (dedupe)
         self.queued = UrlSet()  # URLs already waiting in tickets (idempotence)
@@ -330,12 +364,20 @@ class _Prepare:
             self.queued.add(normalize_url(u))
         self.queued_any = len(self.queued) > 0
         self.round_at = self._unfinished_round(queue)
+        with contextlib.ExitStack() as stack:
+            self.gate = (None if dry_run
+                         else stack.enter_context(shared_gate(self.state, self.wid, self.s)))
+            self._discover(idx, progress, res, dry_run, queue)
+
+    def _discover(self, idx: dict[str, dict[str, Any]],
+                  progress: Callable[[str], None] | None, res: PrepareResult, dry_run: bool,
+                  queue: TicketQueue) -> None:
         planner = Planner(self.s, full=self._full_crawl(idx))
         tickets = _Tickets(self.site, queue, res, self.now, hold=self.rules is not None)
         stats = DiscoveryStats(on_drop=self.excluded.add)
         cache = (SitemapCache(self.state.root / "sitemaps")
                  if self.s.cache_sitemaps and not dry_run else None)
-        with http_client(self.site) as client:
+        with http_client(self.site, self.gate) as client:
             if self.rules is not None:
                 for e in self._seeds(client, stats, progress, cache):
                     self._admit(e, idx, planner, tickets)
@@ -456,8 +498,8 @@ class _Prepare:
         s = self.s
         if self.full or s.crawl_mode != "smart" or not idx or self.res.dry_run:
             return self.full
-        gate = HostGate(self.state.hosts, self.wid, self.observer.is_dead)
-        verdict = sample_changes(idx, s, gate)
+        verdict = sample_changes(idx, s, self.gate or HostGate(
+            self.state.gate_root, self.wid, self.observer.is_dead))
         full = verdict.ratio > s.smart_threshold
         self.res.smart = {"sampled": verdict.sampled, "changed": verdict.changed,
                           "mode": "full" if full else "incremental"}

@@ -68,6 +68,7 @@ def site_status(site: Site, watch: float = 0.0) -> dict[str, Any]:
         changed = obs.observe(wid) == 0.0 if watch else None
         alive = local if local is not None else changed
         workers.append({"worker_id": wid, "alive": alive, "ticket": hb.get("ticket"),
+                        "tickets": hb.get("tickets") or (1 if hb.get("ticket") else 0),
                         "urls_done": hb.get("urls_done", 0), "host": hb.get("host")})
     dead = sorted(p.name[:-5] for p in Path(state.workers).glob("*.dead"))
     out["workers"] = workers

@@ -32,7 +32,7 @@ from typing import Any
 from sitemap_crawler import logs
 from sitemap_crawler.commands import report
 from sitemap_crawler.commands.worker import fold_links, frontier_for
-from sitemap_crawler.config import Settings, Site, load_config
+from sitemap_crawler.config import Site, load_config
 from sitemap_crawler.errors import CrawlerError, CrawlError
 from sitemap_crawler.protocol import index as url_index
 from sitemap_crawler.protocol.heartbeat import Observer
@@ -45,9 +45,10 @@ log = logging.getLogger(__name__)
 SECOND_SIGNAL_WINDOW = 3.0
 
 
-def _child(site: Site, shared_stop: Any, q: Any, inbox: Any, written: Any,
-           parent_pid: int) -> None:
-    """Entry point of a worker process (forked on Linux, spawned elsewhere).
+def _child(sites: list[Site], shared_stop: Any, q: Any, inbox: Any, written: Any,
+           parent_pid: int, local_workers: int) -> None:
+    """Entry point of a worker process (forked on Linux, spawned elsewhere): every site at
+    once (dispatch.py).
 
     ``inbox`` brings newer settings after a SIGHUP; ``written`` is the markdown bytes all
     workers of this crawl wrote (max_total_size is checked after every URL, not a progress
@@ -76,22 +77,23 @@ def _child(site: Site, shared_stop: Any, q: Any, inbox: Any, written: Any,
         local_stop.set()
 
     threading.Thread(target=follow_parent, daemon=True).start()
-    from sitemap_crawler.commands.worker import Worker
+    from sitemap_crawler.commands.dispatch import Dispatcher
+    from sitemap_crawler.commands.worker import Worker, WorkerFatal
 
-    current = [site]
-    wid = new_worker_id()
-    from sitemap_crawler.commands.worker import WorkerFatal
+    limits = [min_limits(sites)]
+    newest: dict[str, Site] = {}
+    inbox_lock = threading.Lock()
 
-    def reload() -> Site | None:
+    def reload_for(name: str) -> Site | None:
         if shared_stop.is_set():  # now, not when follow_parent's thread next runs
             local_stop.set()
-        new = None
-        with contextlib.suppress(queue_mod.Empty, OSError, EOFError):
-            while True:
-                new = inbox.get_nowait()
-        if new is not None:
-            current[0] = new
-        return new
+        with inbox_lock:
+            with contextlib.suppress(queue_mod.Empty, OSError, EOFError):
+                while True:
+                    for new in inbox.get_nowait():
+                        newest[new.name] = new
+                        limits[0] = min_limits([*newest.values()])
+            return newest.pop(name, None)
 
     def tally(delta: Counter[str]) -> None:
         if not delta["written"]:
@@ -99,25 +101,39 @@ def _child(site: Site, shared_stop: Any, q: Any, inbox: Any, written: Any,
         with written.get_lock():
             written.value += delta["written"]
             total = written.value
-        limit = current[0].settings.max_total_size
+        limit = limits[0][1]
         if limit and total >= limit:
             shared_stop.set()  # every worker stops before its next URL; the runner says why
             local_stop.set()
 
+    wid = new_worker_id()
+    workers = [Worker(site, wid, local_stop,
+                      report=lambda c, n=site.name: q.put(("progress", n, dict(c))),
+                      tally=tally, reload=lambda n=site.name: reload_for(n))
+               for site in sites]
     try:
-        stats = Worker(site, wid, local_stop, report=lambda c: q.put(("progress", dict(c))),
-                       tally=tally, reload=reload).run()
+        stats = Dispatcher(workers, local_stop, max_in_flight=min(s.settings.in_flight()
+                                                                  for s in sites),
+                           local_workers=local_workers).run()
     except WorkerFatal as e:
         logging.getLogger(__name__).error("worker %s stopped: %s", wid, e)
-        q.put(("fatal", str(e)))
+        q.put(("fatal", "", str(e)))
         sys.exit(1)
     except Exception as e:  # a bug or an I/O error we did not foresee: one line, not a dump
         lg = logging.getLogger(__name__)
-        lg.error("worker %s stopped by an unexpected %s: %s; its ticket will be taken back",
+        lg.error("worker %s stopped by an unexpected %s: %s; its tickets will be taken back",
                  wid, type(e).__name__, str(e).splitlines()[0] if str(e) else "")
         lg.debug("worker %s traceback", wid, exc_info=True)
         sys.exit(1)
-    q.put(("done", dict(stats)))
+    q.put(("done", "", {k: dict(v) for k, v in stats.items()}))
+
+
+def min_limits(sites: list[Site]) -> tuple[float, int]:
+    """The run's ``max_duration`` and ``max_total_size``: the smallest a site sets (0: none).
+    One run works every site at once, so the first limit reached stops it."""
+    durations = [s.settings.max_duration for s in sites if s.settings.max_duration]
+    sizes = [s.settings.max_total_size for s in sites if s.settings.max_total_size]
+    return (min(durations) if durations else 0.0, min(sizes) if sizes else 0)
 
 
 class Display:
@@ -160,29 +176,37 @@ class Display:
 
 
 def run_site(config_path: Path, site: Site, workers: int) -> Counter[str]:
-    """Run ``workers`` processes on ``site`` until no work is left (or a stop signal)."""
-    state = StateDir(site.state_dir)
+    """Run ``workers`` processes on ``site`` until no work is left (or a stop)."""
+    return run_sites(config_path, [site], workers)[site.name]
+
+
+def run_sites(config_path: Path, sites: list[Site], workers: int) -> dict[str, Counter[str]]:
+    """Run ``workers`` processes on every site at once until no work is left (or a stop);
+    each site's totals.  Every site's journals are merged at the end (finish_crawl)."""
     # Fork where we can: the children inherit the imported modules instead of paying ~0.4 s
     # of CPU each to import them again (it was 16 % of a 5,000-URL all-304 re-crawl).  No
     # thread runs in this process before the children are started.
-    import sitemap_crawler.commands.worker  # noqa: F401  (preloaded for the forked children)
+    import sitemap_crawler.commands.dispatch  # noqa: F401  (preloaded for the forked children)
 
     method = "fork" if "fork" in mp.get_all_start_methods() else "spawn"
-    if not Observer(state.workers, 0).known_workers():
-        cleared = clear_blocks(state.hosts)  # nobody is running: old blocks are history
-        if cleared:
-            log.info("%s: forgot %d host block(s) left by an earlier run", site.name, cleared)
+    gates = {StateDir(s.state_dir).gate_root: StateDir(s.state_dir).gate_workers for s in sites}
+    for root, gate_workers in gates.items():
+        if not Observer(gate_workers, 0).known_workers():
+            cleared = clear_blocks(root)  # nobody is running: old blocks are history
+            if cleared:
+                log.info("forgot %d host block(s) left by an earlier run", cleared)
     ctx = mp.get_context(method)
     stop = ctx.Event()
     q = ctx.Queue()
     written = ctx.Value("q", 0)
     inboxes = [ctx.Queue() for _ in range(workers)]
-    total = TicketQueue(state, "runner").remaining_urls()
-    procs = [ctx.Process(target=_child, args=(site, stop, q, inboxes[i], written, os.getpid()),
-                         name=f"worker-{i}") for i in range(workers)]
+    total = sum(TicketQueue(StateDir(s.state_dir), "runner").remaining_urls() for s in sites)
+    procs = [ctx.Process(target=_child, args=(sites, stop, q, inboxes[i], written, os.getpid(),
+                                              workers), name=f"worker-{i}")
+             for i in range(workers)]
     signals: list[float] = []
     hups: list[int] = []
-    current = [site]  # as last reloaded (SIGHUP): the limits in force
+    current = {s.name: s for s in sites}  # as last reloaded (SIGHUP): the limits in force
 
     def on_signal(signum: int, _frame: Any) -> None:
         now = time.monotonic()
@@ -194,7 +218,7 @@ def run_site(config_path: Path, site: Site, workers: int) -> Counter[str]:
             os._exit(130)
         signals[:] = [now]
         stop.set()
-        log.warning("stopping: workers finish their in-flight request and hand their tickets "
+        log.warning("stopping: workers finish their in-flight requests and hand their tickets "
                     "back (press Ctrl+C again within 3 s to quit at once)")
 
     def on_hup(signum: int, _frame: Any) -> None:
@@ -202,77 +226,91 @@ def run_site(config_path: Path, site: Site, workers: int) -> Counter[str]:
 
     old = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
     old[signal.SIGHUP] = signal.signal(signal.SIGHUP, on_hup)
-    totals: Counter[str] = Counter()
+    totals: dict[str, Counter[str]] = {s.name: Counter() for s in sites}
     fatal: list[str] = []
     stopped = ""
     t0 = time.monotonic()
     for p in procs:
         p.start()
-    display = Display(site.name, total)  # its refresh thread starts after the fork
+    label = sites[0].name if len(sites) == 1 else f"{len(sites)} sites"
+    display = Display(label, total)  # its refresh thread starts after the fork
     try:
         finished = 0
         while finished < len(procs):
             if hups:
                 hups.clear()
-                new = reload_site(config_path, site)
-                if new is not None:
-                    current[0] = new
+                new = [n for n in (reload_site(config_path, s) for s in current.values()) if n]
+                if new:
+                    current.update({n.name: n for n in new})
                     for inbox in inboxes:
                         inbox.put(new)
             if not stop.is_set():
-                stopped = _limit_reached(current[0].settings, time.monotonic() - t0, written.value)
+                stopped = _limit_reached(min_limits([*current.values()]),
+                                         time.monotonic() - t0, written.value)
                 if stopped:
-                    log.warning("%s: %s reached: workers finish their in-flight request and "
-                                "hand their tickets back", site.name, stopped)
+                    log.warning("%s: %s reached: workers finish their in-flight requests and "
+                                "hand their tickets back", label, stopped)
                     stop.set()
             try:
-                kind, data = q.get(timeout=0.5)
+                kind, name, data = q.get(timeout=0.5)
             except queue_mod.Empty:
                 alive = sum(p.is_alive() for p in procs)
                 if alive == 0:
                     break
-                display.update(totals, alive)
+                display.update(_sum(totals), alive)
                 continue
             if kind == "progress":
-                totals.update(data)
+                totals[name].update(data)
             else:
                 finished += 1
                 if kind == "fatal":
                     fatal.append(data)
-            display.update(totals, sum(p.is_alive() for p in procs))
+            display.update(_sum(totals), sum(p.is_alive() for p in procs))
         for p in procs:
             p.join(timeout=30)
     finally:
         display.close()
         for s, h in old.items():
             signal.signal(s, h)
-    totals["seconds"] = round(time.monotonic() - t0, 3)  # type: ignore[assignment]
+    seconds = round(time.monotonic() - t0, 3)
     interrupted = bool(signals)
     if stop.is_set() and not interrupted and not stopped:
         # a worker stopped everyone: the shared byte count passed max_total_size
-        stopped = _limit_reached(current[0].settings, 0.0, written.value) or "max_total_size"
-    if interrupted:
-        totals["interrupted"] = 1
-    elif stopped:
-        totals["stopped"] = stopped  # type: ignore[assignment]
+        stopped = _limit_reached(min_limits([*current.values()]), 0.0,
+                                 written.value) or "max_total_size"
     died = [p for p in procs if p.exitcode not in (0, None)]
-    if died:
-        totals["workers_died"] = len(died)
-    finish_crawl(current[0], totals, interrupted=interrupted)
+    for site in current.values():
+        t = totals[site.name]
+        t["seconds"] = seconds  # type: ignore[assignment]
+        if interrupted:
+            t["interrupted"] = 1
+        elif stopped:
+            t["stopped"] = stopped  # type: ignore[assignment]
+        if died:
+            t["workers_died"] = len(died)
+        finish_crawl(site, t, interrupted=interrupted)
     if fatal:
-        raise CrawlError(f"{site.name}: {fatal[0]}; the tickets went back to pending and "
+        raise CrawlError(f"{label}: {fatal[0]}; the tickets went back to pending and "
                          "nothing written was lost")
     if died and not stop.is_set():
         log.warning("%s: %d worker process(es) ended abnormally; a live worker takes their "
-                    "tickets back (with their progress)", site.name, len(died))
+                    "tickets back (with their progress)", label, len(died))
     return totals
 
 
-def _limit_reached(s: Settings, seconds: float, written: int) -> str:
+def _sum(totals: dict[str, Counter[str]]) -> Counter[str]:
+    out: Counter[str] = Counter()
+    for t in totals.values():
+        out.update(t)
+    return out
+
+
+def _limit_reached(limits: tuple[float, int], seconds: float, written: int) -> str:
     """Which limit of a crawl is reached, or ''."""
-    if s.max_duration and seconds >= s.max_duration:
+    max_duration, max_total_size = limits
+    if max_duration and seconds >= max_duration:
         return "max_duration"
-    if s.max_total_size and written >= s.max_total_size:
+    if max_total_size and written >= max_total_size:
         return "max_total_size"
     return ""
 

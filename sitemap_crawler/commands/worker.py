@@ -21,6 +21,7 @@ import threading
 import time
 from collections import Counter
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -52,7 +53,7 @@ from sitemap_crawler.protocol.heartbeat import Heartbeat, Observer
 from sitemap_crawler.protocol.hostgate import HostGate, Interrupted
 from sitemap_crawler.protocol.journal import Journal, journal_files, ticket_progress
 from sitemap_crawler.protocol.state import StateDir
-from sitemap_crawler.protocol.tickets import Claimed, TicketQueue
+from sitemap_crawler.protocol.tickets import Claimed, TicketName, TicketQueue
 from sitemap_crawler.timestamps import parse_ts, utcnow
 
 log = logging.getLogger(__name__)
@@ -212,141 +213,186 @@ class Worker:
         self._linked: set[str] = set()
         self._folded_at: dict[str, int] | None = None
         self.browser: Browser | None = None  # started on the first page that needs it
+        # Playwright's sync API belongs to the thread that started it: every browser call
+        # of this worker runs on this one thread
+        self._browser_thread: ThreadPoolExecutor | None = None
         self._shell_warned: set[str] = set()  # hosts warned about under render: http
+        self.queue = TicketQueue(self.state, self.wid)  # listing needs nothing opened
+        self.held: dict[str, Claimed] = {}
+        self.opened = False
+        self._old_fetchers: list[Fetcher] = []  # replaced on SIGHUP, still in use by threads
+        self._lock = threading.Lock()  # stats and progress, updated by every fetch thread
 
-    # -- main loop ---------------------------------------------------------------------------
-    def run(self) -> Counter[str]:
+    # -- life cycle (commands/dispatch.py drives it) -------------------------------------------
+    def open(self, gate: HostGate) -> None:
+        """Announce this worker (H1: before any claim) and open what its URLs need; ``gate``
+        is the process's gate, shared with its other sites."""
         s = self.s
         self.state.ensure()
         self.heartbeat = Heartbeat(self.state.workers, self.wid,
                                    s.crawl_state.heartbeat_interval,
                                    on_fail=self.stop.set).start()
         self.observer = Observer(self.state.workers, s.crawl_state.heartbeat_timeout)
-        self.queue = TicketQueue(self.state, self.wid)
         self.journal = Journal(self.state.journal, self.wid)
         self.layout = OutputLayout(self.site.base_dir, s.output, self.site.name,
                                    tmp_dir=staging_dir(self.state, self.site.base_dir))
         hosts = {host_of(src) for src in self.site.sources}
         hosts |= {h[4:] if h.startswith("www.") else "www." + h for h in hosts}
-        self.gate = HostGate(self.state.hosts, self.wid, self.observer.is_dead)
+        self.gate = gate
         self.fetcher = Fetcher(s, gate=self.gate, stop=self.stop, allowed_hosts=hosts)
-        try:
-            self._loop()
-        except OSError as e:  # e.g. reclaiming a dead worker's ticket onto a full disk
-            if e.errno in FATAL_ERRNOS:
-                raise _fatal(e) from e
-            raise
-        finally:
+        self.opened = True
+
+    def close(self) -> None:
+        """Close what :meth:`open` opened; the error that stopped us is not hidden."""
+        if not self.opened:
+            return
+        if self._browser_thread is not None:
             if self.browser is not None:
-                self.browser.close()
-            self.fetcher.close()
-            # Each ticket's journal records were synced before it completed; a failure to
-            # close now must not hide the error that stopped us.
-            with contextlib.suppress(OSError):
-                self.journal.close()
-            with contextlib.suppress(OSError):
-                self.heartbeat.stop(remove=True)
-            self._flush_report(force=True)
+                with contextlib.suppress(Exception):
+                    self._browser_thread.submit(self.browser.close).result()
+            self._browser_thread.shutdown(wait=True)
+        for f in (self.fetcher, *self._old_fetchers):
+            f.close()
+        # Each ticket's journal records were synced before it completed; a failure to
+        # close now must not hide the error that stopped us.
+        with contextlib.suppress(OSError):
+            self.journal.close()
+        with contextlib.suppress(OSError):
+            self.heartbeat.stop(remove=True)
+        self._flush_report(force=True)
         if self.heartbeat.failed.is_set():  # H6: stopped because it could not prove it lives
             raise WorkerFatal(f"the heartbeat file in {self.state.workers} could not be "
                               "written; tickets were handed back")
+
+    def run(self) -> Counter[str]:
+        """This site alone, in this process (api.work with workers=0)."""
+        from sitemap_crawler.commands.dispatch import Dispatcher
+
+        Dispatcher([self], self.stop, max_in_flight=self.s.in_flight()).run()
         return self.stats
 
-    def _loop(self) -> None:
-        while not self.stop.is_set():
-            self._maybe_reload()
-            c = self.queue.claim()
-            if c is not None:
-                self._run_ticket(c)
-                if self.rules is not None and len(self.queue.names("pending")) <= 1:
-                    self._fold()  # F3: keep the frontier ahead before the queue runs dry
-                continue
-            dead = reclaim_dead(self.state, self.queue, self.observer)
-            self.stats["reclaimed_from_dead"] += len(dead)
-            if dead:
-                continue
-            if self.rules is not None and self._fold():
-                continue  # the links found so far made new tickets
-            if not self.queue.has_work():
-                return
-            # Others still hold tickets: look again soon (they may finish, or die and need
-            # reclaiming); a listdir of two small directories costs next to nothing.
-            self.stop.wait(min(0.2, self.s.crawl_state.heartbeat_interval))
-
-    def _run_ticket(self, c: Claimed) -> None:
-        self.heartbeat.update(ticket=c.ticket_id, urls_done=self.stats["urls"],
-                              journal=self.journal.position())  # journal.py J3
-        ctx = {"worker": self.wid, "ticket": c.ticket_id}
+    def claim(self, rank: Callable[[TicketName], int | None] | None) -> Claimed | None:
+        """T1 on a ticket ``rank`` likes; the heartbeat shows it at once (H6: a worker that
+        cannot prove it lives must not work)."""
+        c = self.queue.claim(rank)
+        if c is None:
+            return None
+        self.held[c.ticket_id] = c
+        self._show_held(urls_done=self.stats["urls"],
+                        journal=self.journal.position())  # journal.py J3
         try:
-            try:
-                self.heartbeat.beat()  # `status` shows the ticket now, not an interval later
-            except OSError as e:  # H6: a worker that cannot prove it lives must not work
-                raise WorkerFatal(f"cannot write the heartbeat file: {e.strerror} "
-                                  f"({e.filename})") from e
-            for entry in list(c.remaining()):
-                self._maybe_reload()  # (which may also set stop: a limit another worker hit)
-                if self.stop.is_set():
-                    self.journal.sync()
-                    self.queue.hand_back(c)
-                    log.info("handed ticket %s back with %d/%d done", c.ticket_id,
-                             len(c.done), len(c.urls), extra=ctx)
-                    return
-                try:
-                    self._run_url(c, entry)
-                except Interrupted:  # a render cut short by a stop: handed back, not failed
-                    continue
-                except (TicketLost, WorkerFatal):
-                    raise
-                except OSError as e:
-                    if e.errno in FATAL_ERRNOS:
-                        raise _fatal(e) from e
-                    self._internal_error(c, entry, e)
-                except Exception as e:  # a bug must cost one URL, not the crawl
-                    self._internal_error(c, entry, e)
+            self.heartbeat.beat()
+        except OSError as e:
+            self.hand_back(c)
+            raise WorkerFatal(f"cannot write the heartbeat file: {e.strerror} "
+                              f"({e.filename})") from e
+        return c
+
+    def _show_held(self, **info: Any) -> None:
+        """The heartbeat says which tickets this worker holds (`status`): one id and how
+        many (a fixed-size record has no room for a long list)."""
+        first = min(self.held) if self.held else None
+        self.heartbeat.update(ticket=first, tickets=len(self.held), **info)
+
+    def run_one(self, c: Claimed, entry: dict[str, Any],
+                fetched: Callable[[], None] | None = None) -> None:
+        """One URL of ``c``, on a fetch thread: a bug costs the URL, not the crawl.
+        ``fetched`` is called once the URL's requests are over (conversion follows)."""
+        self._maybe_reload()  # (which may also set stop: a limit another worker hit)
+        if self.stop.is_set():
+            return  # stays remaining: handed back with the ticket
+        if not self.queue.owned(c):  # W1 before the request too: a worker that woke from
+            raise TicketLost(c.ticket_id)  # a pause starts nothing for a ticket it lost
+        try:
+            self._run_url(c, entry, fetched)
+        except Interrupted:  # a render or a fetch cut short by a stop: handed back, not failed
+            return
+        except (TicketLost, WorkerFatal):
+            raise
+        except OSError as e:
+            if e.errno in FATAL_ERRNOS:
+                raise _fatal(e) from e
+            self._internal_error(c, entry, e)
+        except Exception as e:  # a bug must cost one URL, not the crawl
+            self._internal_error(c, entry, e)
+
+    def complete(self, c: Claimed, lost: bool = False) -> None:
+        """Every URL of ``c`` has run (or it was lost, or we stop): T3, or T4 with progress."""
+        ctx = {"worker": self.wid, "ticket": c.ticket_id}
+        self.held.pop(c.ticket_id, None)
+        try:
+            if lost:
+                raise TicketLost(c.ticket_id)
             self.journal.sync()
             if any(u["url"] not in c.failures for u in c.remaining()):
-                # Interrupted during its last URL(s): not finished, so it goes back (T4).
+                # Interrupted during some URL(s): not finished, so it goes back (T4).
                 self.queue.hand_back(c)
+                log.info("handed ticket %s back with %d/%d done", c.ticket_id,
+                         len(c.done), len(c.urls), extra=ctx)
                 return
             state = self.queue.finish(c)
             if state is None:
                 raise TicketLost(c.ticket_id)
-            self.stats[f"tickets_{state}"] += 1
-            self._count(Counter({f"tickets_{state}": 1}))
-        except WorkerFatal:
-            with contextlib.suppress(OSError):
-                self.queue.hand_back(c)
-            raise
+            with self._lock:
+                self.stats[f"tickets_{state}"] += 1
+                self._count(Counter({f"tickets_{state}": 1}))
         except OSError as e:
             # A full disk while syncing the journal or moving the ticket on: stop this worker
             # (the ticket goes back if it is still ours; a finished one stays finished).
-            if e.errno not in FATAL_ERRNOS:
-                raise
             with contextlib.suppress(OSError):
                 self.queue.hand_back(c)
+            if e.errno not in FATAL_ERRNOS:
+                raise
             raise _fatal(e) from e
         except TicketLost:
-            self.stats["tickets_lost"] += 1
+            with self._lock:
+                self.stats["tickets_lost"] += 1
             log.warning("ticket %s was taken back while this worker was away; dropped it",
                         c.ticket_id, extra=ctx)
         finally:
-            self.heartbeat.update(ticket=None)
+            self._show_held()
+        if self.rules is not None and len(self.queue.names("pending")) <= 1:
+            self._fold()  # F3: keep the frontier ahead before the queue runs dry
+
+    def hand_back(self, c: Claimed) -> None:
+        """T4 with the progress so far (a stop, a fatal error)."""
+        self.held.pop(c.ticket_id, None)
+        self._show_held()
+        with contextlib.suppress(OSError):
+            self.journal.sync()
+        self.queue.hand_back(c)
+        log.info("handed ticket %s back with %d/%d done", c.ticket_id, len(c.done),
+                 len(c.urls), extra={"worker": self.wid, "ticket": c.ticket_id})
+
+    def housekeeping(self) -> bool:
+        """Nothing to claim: take back dead workers' tickets, fold links into new tickets
+        (F3); True if that made work."""
+        dead = reclaim_dead(self.state, self.queue, self.observer)
+        with self._lock:
+            self.stats["reclaimed_from_dead"] += len(dead)
+        if dead:
+            return True
+        return self.rules is not None and self._fold()
 
     def _internal_error(self, c: Claimed, entry: dict[str, Any], e: BaseException) -> None:
         url = entry["url"]
         log.error("%s: internal error %s: %s", url, type(e).__name__, e,
                   exc_info=True, extra={"worker": self.wid, "ticket": c.ticket_id, "url": url})
         c.failures[url] = f"internal:{type(e).__name__}"
-        self.stats["failed"] += 1
-        self._count(Counter({"urls": 1, "failed": 1}))
+        with self._lock:
+            self.stats["failed"] += 1
+            self._count(Counter({"urls": 1, "failed": 1}))
 
     # -- one URL -----------------------------------------------------------------------------
     # The walk of a URL, top to bottom: fetch -> W1 -> decide (one step returns an Outcome)
     # -> journal record -> ticket progress.  Nothing mutates an Outcome after its step.
-    def _run_url(self, c: Claimed, entry: dict[str, Any]) -> None:
+    def _run_url(self, c: Claimed, entry: dict[str, Any],
+                 fetched: Callable[[], None] | None = None) -> None:
         url = entry["url"]
         prior: dict[str, Any] = entry.get("prior") or {}
         r = self._fetch(url, entry, prior)
+        if fetched is not None:
+            fetched()
         if r.outcome == "interrupted":
             return
         if not self.queue.owned(c):  # W1
@@ -361,10 +407,11 @@ class Worker:
         self.journal.append(rec)
         delta = Counter({"urls": 1, out.kind: 1, "bytes": r.bytes_received,
                          "bytes_saved": out.saved, "written": out.written})
-        self.stats.update(delta)
+        with self._lock:
+            self.stats.update(delta)
+            self._count(delta)
         if self.tally is not None:
             self.tally(delta)
-        self._count(delta)
         events.info("%s %s", out.kind, url, extra={
             "worker": self.wid, "ticket": c.ticket_id, "url": url, "status": r.status,
             "outcome": out.kind, "reason": out.reason, "elapsed": rec["elapsed"]})
@@ -555,7 +602,7 @@ class Worker:
         old = self.fetcher
         self.fetcher = Fetcher(self.s, gate=self.gate, stop=self.stop,
                                allowed_hosts=old.allowed_hosts)
-        old.close()
+        self._old_fetchers.append(old)  # other threads may be using it: closed at the end
         log.info("worker %s took the reloaded settings", self.wid, extra={"worker": self.wid})
 
 
@@ -581,11 +628,10 @@ class Worker:
                         "browser (set render: auto or render: browser)", url, why,
                         extra={"worker": self.wid, "url": url})
                 return html, {}
-        if self.browser is None:
-            self.browser = Browser(self.s, self.fetcher, self.stop,
-                                   self.fetcher.allowed_hosts or {host_of(url)})
+        if self._browser_thread is None:
+            self._browser_thread = ThreadPoolExecutor(1, thread_name_prefix="browser")
         try:
-            res = self.browser.render(r.final_url, r.body, r.headers, r.status)
+            res = self._browser_thread.submit(self._browse, r, url).result()
         except BrowserMissing as e:
             raise WorkerFatal(str(e)) from None
         if res.outcome == "interrupted":
@@ -594,6 +640,13 @@ class Worker:
             reason = res.reason or "render_error"
             return html, Outcome("failed", None, {"error": reason}, reason)
         return res.html, {"rendered": "browser", "render_reason": why}
+
+    def _browse(self, r: FetchResult, url: str) -> Any:
+        """On the browser thread: render ``r``'s bytes (the browser starts on first use)."""
+        if self.browser is None:
+            self.browser = Browser(self.s, self.fetcher, self.stop,
+                                   self.fetcher.allowed_hosts or {host_of(url)})
+        return self.browser.render(r.final_url, r.body, r.headers, r.status)
 
     # -- link following (protocol/frontier.py) -----------------------------------------------
     def _links(self, html: str, base_url: str, entry: dict[str, Any]) -> list[str]:

@@ -31,7 +31,9 @@ Rules this module keeps (seed 000 §4, §7, §8; seed 001 patience):
 * F7. Our own mistakes are not the host's: a URL we cannot send (bad scheme, bad header) is
   "permanent" (``bad_url``/``bad_request``) and does not count against patience.
 
-A Fetcher is used by one thread at a time.
+A Fetcher is shared by the threads of a worker process (commands/dispatch.py): httpx's
+Client and its pool are thread-safe, robots.txt is fetched once per origin (robots.py),
+and everything else a fetch keeps is local to the call.
 """
 
 from __future__ import annotations
@@ -57,7 +59,13 @@ from sitemap_crawler.fetch.decoding import (
     decoded,
 )
 from sitemap_crawler.fetch.robots import RobotsCache
-from sitemap_crawler.protocol.hostgate import HostGate, Interrupted, Lease, sent_trace
+from sitemap_crawler.protocol.hostgate import (
+    HostGate,
+    Interrupted,
+    Lease,
+    host_key,
+    sent_trace,
+)
 
 log = logging.getLogger(__name__)
 
@@ -114,16 +122,6 @@ class _Try:
     answer: _Answer | None = None
     reason: str = ""
     retry_after: float | None = None
-
-
-def host_key(url: str) -> str:
-    """The politeness unit: ``host`` or ``host:port`` when the port is not the default."""
-    parts = urlsplit(url)
-    host = (parts.hostname or "").lower()
-    port = parts.port
-    if port is None or (parts.scheme, port) in (("http", 80), ("https", 443)):
-        return host
-    return f"{host}:{port}"
 
 
 def parse_retry_after(value: str | None, date: str | None = None) -> float | None:

@@ -88,7 +88,8 @@ class RobotsCache:
         self.error_ttl = error_ttl
         self.agent = product_token(settings.user_agent)
         self._entries: dict[str, RobotsEntry] = {}
-        self._lock = threading.RLock()
+        self._lock = threading.Lock()
+        self._origin_locks: dict[str, threading.Lock] = {}
 
     # -- queries ------------------------------------------------------------------------
 
@@ -136,7 +137,9 @@ class RobotsCache:
         a caller that lists ``sitemaps()`` should check it before concluding there are none.
         """
         origin = origin_of(origin)
-        with self._lock:
+        with self._lock:  # one fetch per origin; other origins' threads are not held up
+            lock = self._origin_locks.setdefault(origin, threading.Lock())
+        with lock:
             now = time.monotonic()
             entry = self._entries.get(origin)
             if entry is not None and now < entry.expires and not (
@@ -148,8 +151,7 @@ class RobotsCache:
             return entry
 
     def forget(self, origin: str) -> None:
-        with self._lock:
-            self._entries.pop(origin_of(origin), None)
+        self._entries.pop(origin_of(origin), None)
 
     # -- fetching -----------------------------------------------------------------------
 

@@ -48,7 +48,7 @@ import orjson
 
 from sitemap_crawler.protocol.fsutil import TMP_PREFIX, atomic_write, read_bytes
 from sitemap_crawler.protocol.state import StateDir
-from sitemap_crawler.protocol.tickets import TicketQueue
+from sitemap_crawler.protocol.tickets import HOST_MARK, TicketQueue, by_host
 from sitemap_crawler.timestamps import utcnow
 
 QUEUED = "queued"  # the outcome of an index entry whose URL has a ticket but no result yet
@@ -134,13 +134,17 @@ class Frontier:
         if replay:
             for s in ("pending", "claimed", "completed", "failed"):
                 existing |= {n.ticket_id for n in queue.names(s)}
-        urls = intent["urls"]
         n = 0
-        for k, i in enumerate(range(0, len(urls), self.ticket_size)):
-            tid = f"{intent['id']}-{k:05d}"
+        # One host per ticket (tickets.py T9); the split is a function of the intent alone,
+        # so a replay names the same tickets.
+        chunks = [(tag, group[i:i + self.ticket_size])
+                  for tag, group in by_host(intent["urls"])
+                  for i in range(0, len(group), self.ticket_size)]
+        for k, (tag, part) in enumerate(chunks):
+            tid = f"{intent['id']}-{k:05d}{HOST_MARK}{tag}"
             if tid in existing:
                 continue
-            chunk = [{"url": u["url"], "depth": u["depth"]} for u in urls[i:i + self.ticket_size]]
+            chunk = [{"url": u["url"], "depth": u["depth"]} for u in part]
             queue.add({"ticket_id": tid, "site": self.site, "created_at": intent["created_at"],
                        "gen": 0, "urls": chunk, "size": len(chunk), "claimed_by": None,
                        "claimed_at": None, "completed_at": None,

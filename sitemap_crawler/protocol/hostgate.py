@@ -51,12 +51,22 @@ Invariants (the protocol):
   read-modify-write it with ``atomic_write``; two racing writers may lose one update (a
   failure count off by one), which only shifts the patience heuristic.  The file is read at
   most every ``block_ttl`` seconds per host, so the check costs nothing per request.
+* G8 (one process, many requests in flight).  In a gate made with ``deferred=True``, a
+  lease whose delay has not passed when it is released is handed to the gate's releaser
+  thread, which renames the token back at ``t0 + delay`` (G5 holds: the rename happens no
+  earlier), so the thread that used it is free for another host at once.  The gate
+  remembers, per host, when its token comes back (:meth:`HostGate.free_at`): a scheduler
+  sends nobody to wait at a gate that is known to be closed.  A token given back by this
+  process wakes this process's waiters at once (no polling delay between two requests of
+  one process).  A stop gives a waiting token back within 0.25 s, and
+  :meth:`HostGate.close` gives every waiting token back at once (G5's prompt exit).
 """
 
 from __future__ import annotations
 
 import errno
 import hashlib
+import heapq
 import json
 import logging
 import os
@@ -71,6 +81,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
 from typing import Any
+from urllib.parse import urlsplit
 
 from sitemap_crawler.protocol.fsutil import (
     LOST_RACE,
@@ -89,6 +100,16 @@ _HELD_RE = re.compile(r"^slot-(\d+)\.held\.(.+)\.([0-9a-f]+)$")
 
 class Interrupted(Exception):
     """The stop event was set while waiting: the caller should give up promptly."""
+
+
+def host_key(url: str) -> str:
+    """The politeness unit: ``host`` or ``host:port`` when the port is not the default."""
+    parts = urlsplit(url)
+    host = (parts.hostname or "").lower()
+    port = parts.port
+    if port is None or (parts.scheme, port) in (("http", 80), ("https", 443)):
+        return host
+    return f"{host}:{port}"
 
 
 def safe_host(host: str) -> str:
@@ -154,7 +175,12 @@ class Lease:
         if self.released:
             return
         self.released = True
-        remaining = self.t0 + self.delay - time.monotonic()
+        due = self.t0 + self.delay
+        self.gate._note_release(self.host, due, self.delay)
+        if self.gate.deferred and due > time.monotonic() and not self.stop.is_set():
+            self.gate._release_later(self, due)  # G8: this thread goes on at once
+            return
+        remaining = due - time.monotonic()
         if remaining > 0:
             self.stop.wait(remaining)
         self.gate._give_back(self)
@@ -182,7 +208,10 @@ class HostGate:
     """Rename-token gate per host plus a shared block file; see the module invariants G1–G7."""
 
     def __init__(self, root: Path, worker_id: str, is_dead: Callable[[str], bool], *,
-                 stale_after: float = 5.0, block_ttl: float = 0.5) -> None:
+                 stale_after: float = 5.0, block_ttl: float = 0.5,
+                 deferred: bool = False) -> None:
+        """``deferred``: releases wait in the gate's releaser thread (G8), so the owner must
+        :meth:`close` the gate before it exits; else ``release()`` waits out the delay."""
         if not worker_id or "/" in worker_id or worker_id.startswith("."):
             raise ValueError(f"bad worker id {worker_id!r}")
         self.root = Path(root)
@@ -190,11 +219,21 @@ class HostGate:
         self.is_dead = is_dead
         self.stale_after = stale_after
         self.block_ttl = block_ttl
+        self.deferred = deferred
         self._dirs: set[str] = set()  # host directories known to exist
         self._ready: set[tuple[str, int]] = set()  # (host, P) whose tokens exist
         self._blocks: dict[str, _Block] = {}
         self._first_seen: dict[str, tuple[tuple[int, str], float]] = {}
         self._lock = threading.Lock()
+        # G8: tokens to hand back later (due, seq, lease), when each host's token is back,
+        # and the delay it was last held for; a condition wakes local waiters and releaser
+        self._later: list[tuple[float, int, Lease]] = []
+        self._seq = 0
+        self._free_at: dict[str, float] = {}
+        self._last_delay: dict[str, float] = {}
+        self._returned = threading.Condition()
+        self._releaser: threading.Thread | None = None
+        self._closed = False
 
     # -- tokens --------------------------------------------------------------------------
 
@@ -264,16 +303,88 @@ class HostGate:
             if now >= next_stale_check:
                 self.reclaim_stale(host, parallel)
                 next_stale_check = now + self.stale_after
-            # jittered polling: 5-25 ms at first, growing to ~100 ms
-            stop.wait(random.uniform(pause, pause * 5))
+            # jittered polling: 5-25 ms at first, growing to ~100 ms; a token given back
+            # by this process wakes us at once (G8)
+            with self._returned:
+                self._returned.wait(random.uniform(pause, pause * 5))
             pause = min(pause * 1.5, 0.02)
         return None
+
+    # -- G8: deferred release, free_at -------------------------------------------------
+
+    def free_at(self, host: str) -> float:
+        """Monotonic time at which this process last saw ``host``'s token come back (or
+        will: a deferred release); 0 when it holds no knowledge.  Another process may hold
+        it still: this only says when it is *not* worth trying earlier."""
+        return self._free_at.get(host, 0.0)
+
+    def last_delay(self, host: str) -> float:
+        """The delay the last lease of ``host`` in this process was held for (robots.txt
+        Crawl-delay included), or -1 when none was taken yet."""
+        return self._last_delay.get(host, -1.0)
+
+    def _note_release(self, host: str, due: float, delay: float) -> None:
+        self._free_at[host] = due
+        self._last_delay[host] = delay
+
+    def _release_later(self, lease: Lease, due: float) -> None:
+        with self._returned:
+            if self._closed:
+                later = False
+            else:
+                self._seq += 1
+                heapq.heappush(self._later, (due, self._seq, lease))
+                if self._releaser is None:
+                    self._releaser = threading.Thread(target=self._release_loop,
+                                                      name="gate-releaser", daemon=True)
+                    self._releaser.start()
+                self._returned.notify_all()
+                later = True
+        if not later:
+            self._give_back(lease)
+
+    def _release_loop(self) -> None:
+        while True:
+            with self._returned:
+                while not self._closed and not self._due_now():
+                    wait = self._later[0][0] - time.monotonic() if self._later else None
+                    # a stop gives tokens back early (G5's prompt exit): look every 0.25 s
+                    self._returned.wait(None if wait is None else min(wait, 0.25))
+                if self._closed:
+                    return
+                ready = [t for t in self._later
+                         if t[0] <= time.monotonic() or t[2].stop.is_set()]
+                self._later = [t for t in self._later if t not in ready]
+                heapq.heapify(self._later)
+            for _due, _seq, lease in ready:
+                try:
+                    self._give_back(lease)
+                except OSError as e:  # the token stays held; G6 takes it back when we are gone
+                    log.warning("could not give token %s back: %s", lease.held_path.name, e)
+
+    def _due_now(self) -> bool:
+        now = time.monotonic()
+        return any(due <= now or lease.stop.is_set() for due, _s, lease in self._later)
+
+    def close(self) -> None:
+        """Give every token still waiting for its delay back now (a stop or the end)."""
+        with self._returned:
+            self._closed = True
+            pending, self._later = self._later, []
+            self._returned.notify_all()
+        for _due, _seq, lease in pending:
+            try:
+                self._give_back(lease)
+            except OSError as e:
+                log.warning("could not give token %s back: %s", lease.held_path.name, e)
 
     def _give_back(self, lease: Lease) -> None:
         """G3: rename our held token back to ``free``; if it is gone, it was reclaimed."""
         for attempt in range(20):
             try:
                 os.rename(lease.held_path, lease.free_path)
+                with self._returned:
+                    self._returned.notify_all()
                 return
             except FileNotFoundError:
                 log.warning("token %s was taken back while held (judged dead?)",
@@ -419,7 +530,8 @@ def _mkdir_shared(path: Path) -> None:
             time.sleep(0.02)
 
 
-__all__ = ["BLOCK_FILE", "HostGate", "Interrupted", "Lease", "safe_host", "sent_trace"]
+__all__ = ["BLOCK_FILE", "HostGate", "Interrupted", "Lease", "host_key", "safe_host",
+           "sent_trace"]
 
 
 def clear_blocks(root: Path) -> int:

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import json
 import os
+import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -41,10 +42,15 @@ class Journal:
         self._offset = os.fstat(self._fd).st_size
         # J3: records counted from an empty file only (a worker id is new in every process)
         self.records: int | None = 0 if self._offset == 0 else None
+        self._lock = threading.Lock()
         fsync_dir(journal_dir)
 
     def append(self, record: dict[str, Any]) -> None:
         data = (json.dumps(record, separators=(",", ":")) + "\n").encode()
+        with self._lock:  # the threads of one worker process share its journal
+            self._append(data)
+
+    def _append(self, data: bytes) -> None:
         written = os.pwrite(self._fd, data, self._offset)
         while written < len(data):  # short writes are legal; finish the line
             written += os.pwrite(self._fd, data[written:], self._offset + written)

@@ -6,7 +6,9 @@ Layout (roadmap v0.4.0)::
       tickets/{pending,claimed,completed,failed}/   the work queue (see tickets.py)
       workers/<worker-id>.lock                      heartbeats (see heartbeat.py)
       journal/<worker-id>.jsonl                     per-worker results (see journal.py)
-      hosts/<host>/                                 politeness tokens (see hostgate.py)
+      hosts/<host>/                                 what the site learnt of a host (ETags lie)
+    {base_output_dir}/.crawl-state/.hosts/<host>/   politeness tokens of every site (hostgate.py)
+    {base_output_dir}/.crawl-state/.hosts-workers/  heartbeats of the processes holding them
       locks/                                        rename tokens for state-wide jobs
       manifest.json                                 what prepare and the crawls did
       excluded.jsonl                                URLs the last prepare left out, and why
@@ -66,6 +68,17 @@ class StateDir:
     @property
     def hosts(self) -> Path:
         return self.root / "hosts"
+
+    @property
+    def gate_root(self) -> Path:
+        """The host gate (hostgate.py) shared by every site of this ``.crawl-state``: two
+        sites on one host keep one delay between them."""
+        return self.root.parent / ".hosts"
+
+    @property
+    def gate_workers(self) -> Path:
+        """Heartbeats of the processes that use the shared gate (who may hold a token)."""
+        return self.root.parent / ".hosts-workers"
 
     @property
     def locks(self) -> Path:

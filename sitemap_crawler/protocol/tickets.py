@@ -54,6 +54,11 @@ Invariants (see ../shared/netfs/README.md for why each primitive was chosen):
   ``failed/`` is never pruned: it waits for ``resume``.
 * T8 (durability). Every move between states fsyncs both directories (fsutil D) before the
   mover acts on it; tickets added by prepare are made durable by one ``os.sync()`` at its end.
+* T9 (keyed by host).  A ticket holds the URLs of one host, and its id ends in
+  ``-h-<host tag>`` (:func:`host_tag`), so a worker can choose, from a listing alone, a ticket
+  of a host it is not busy with (commands/dispatch.py).  The tag is a hint for scheduling,
+  never trusted for politeness: the gate is keyed by each URL's own host.  Ids without a tag
+  (an older version's, or mixed hosts) are claimed like any other.
 * T6 (at-least-once). Every URL of a ticket is processed at least once; results (markdown
   files, journal records) are idempotent, so doing one twice is harmless.
 """
@@ -65,6 +70,7 @@ import contextlib
 import logging
 import os
 import random
+import re
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -82,6 +88,7 @@ from sitemap_crawler.protocol.fsutil import (
     unlink_quiet,
     write_new_file,
 )
+from sitemap_crawler.protocol.hostgate import host_key
 from sitemap_crawler.protocol.state import StateDir
 from sitemap_crawler.timestamps import parse_ts, utcnow
 
@@ -95,6 +102,31 @@ def claimed_owners(state: StateDir) -> set[str]:
     except FileNotFoundError:
         return set()
     return {n.owner for n in (TicketName.parse(e) for e in entries) if n and n.owner}
+
+HOST_MARK = "-h-"
+_TAG_RE = re.compile(r"[^a-z0-9.-]")
+
+
+def host_tag(host: str) -> str:
+    """A host key (``host`` or ``host:port``) as it ends a ticket id (T9): only
+    ``[a-z0-9.-]``, as ticket names allow."""
+    return _TAG_RE.sub("-", host.lower())[:100]
+
+
+def by_host(entries: list[dict[str, Any]]) -> list[tuple[str, list[dict[str, Any]]]]:
+    """``entries`` (dicts with a ``url``) split by host tag, in order of first appearance:
+    one ticket per group (T9)."""
+    groups: dict[str, list[dict[str, Any]]] = {}
+    for e in entries:
+        groups.setdefault(host_tag(host_key(e["url"])), []).append(e)
+    return list(groups.items())
+
+
+def ticket_host(ticket_id: str) -> str | None:
+    """The host tag of a ticket id (T9), or None when it has none."""
+    i = ticket_id.find(HOST_MARK)
+    return ticket_id[i + len(HOST_MARK):] or None if i >= 0 else None
+
 
 STAMP_FORMAT = "%Y%m%dT%H%M%SZ"  # completion time in a completed ticket's name (T7)
 
@@ -210,14 +242,23 @@ class TicketQueue:
                                    orjson.dumps(ticket)))
 
     # -- T1 ----------------------------------------------------------------------------------
-    def claim(self) -> Claimed | None:
+    def claim(self, rank: Callable[[TicketName], int | None] | None = None) -> Claimed | None:
+        """T1 on a pending ticket; ``rank`` (lower is better, None: not now) orders the
+        choice, e.g. by the host in the ticket id (T9)."""
         names = self.names("pending")
+        first = 8
+        if rank is not None:
+            ranked = sorted(((r, i, n) for i, n in enumerate(names)
+                             if (r := rank(n)) is not None), key=lambda t: (t[0], t[1]))
+            names = [n for _r, _i, n in ranked]
+            first = min(first, sum(1 for r, _i, _n in ranked if r == ranked[0][0]))
         if not names:
             return None
-        # Workers would all race for the first ticket: each tries a random one of the first few.
-        head = names[:8]
+        # Workers would all race for the first ticket: each tries a random one of the first
+        # few (of the best rank).
+        head = names[:first]
         random.shuffle(head)
-        for name in head + names[8:64]:
+        for name in head + names[first:64]:
             got = self._take(self.dirs["pending"] / name.file(), name)
             if got is not None:
                 return got

@@ -1,0 +1,152 @@
+"""Loopback hosts that answer slowly, as a real network does: the server side of bench_network.
+
+Each of ``127.0.0.2``, ``127.0.0.3``, ... is a separate host (Linux routes all of 127/8 to
+the loopback device) with ``/robots.txt``, ``/sitemap.xml`` and docs pages of 10-20 KB
+rendered by the demo site's generator.  Every answer is held back by a fixed time (the round
+trip plus server time a real network adds).  One asyncio process serves every host
+(keep-alive HTTP/1.1), so hundreds of hosts cost one process.
+
+Every request is logged (host, path, arrival, end of answer, both ``time.monotonic()`` of
+this process): politeness is judged from the server's own log (:func:`politeness`), whoever
+sent the requests.
+
+    python -m bench.slowhosts --hosts 20 --pages 60 --delay-ms 100 --log LOG --ready FILE
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import itertools
+import json
+import signal
+import time
+from pathlib import Path
+from typing import Any
+
+from sitemap_crawler.demo import site as demosite
+
+SIZE_RANGE = (10_000, 20_000)
+
+
+def host_ips(n: int, first: int = 2) -> list[str]:
+    """``n`` loopback addresses from 127.0.0.<first> on."""
+    if first + n > 255:
+        raise ValueError("at most 253 hosts")
+    return [f"127.0.0.{k}" for k in range(first, first + n)]
+
+
+def pages(n: int, seed: int = 11) -> dict[str, bytes]:
+    """path -> body of ``n`` docs pages (the same set on every host)."""
+    site = demosite.generate(0, pages=max(n, 20), seed=seed, size_range=SIZE_RANGE,
+                             specials=False)
+    out: dict[str, bytes] = {}
+    for p in site.pages:
+        if p.kind == demosite.HTML and len(out) < n:
+            out[p.path] = site.render_page(p)
+    return out
+
+
+class Hosts:
+    def __init__(self, ips: list[str], port: int, pages: dict[str, bytes], delay: float) -> None:
+        self.ips, self.port, self.pages, self.delay = ips, port, pages, delay
+        self.log: list[tuple[str, str, float, float]] = []
+
+    def routes(self, ip: str) -> dict[str, tuple[bytes, str]]:
+        base = f"http://{ip}:{self.port}"
+        sm = ('<?xml version="1.0" encoding="UTF-8"?>\n<urlset xmlns="http://www.sitemaps.org/'
+              'schemas/sitemap/0.9">' + "".join(f"<url><loc>{base}{p}</loc></url>"
+                                                for p in self.pages) + "</urlset>\n")
+        robots = f"User-agent: *\nAllow: /\nSitemap: {base}/sitemap.xml\n"
+        r = {p: (b, "text/html; charset=utf-8") for p, b in self.pages.items()}
+        r["/sitemap.xml"] = (sm.encode(), "application/xml")
+        r["/robots.txt"] = (robots.encode(), "text/plain")
+        return r
+
+    async def serve(self, ip: str) -> asyncio.AbstractServer:
+        routes = self.routes(ip)
+
+        async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+            with contextlib.suppress(ConnectionError, asyncio.IncompleteReadError):
+                while True:
+                    head = await reader.readuntil(b"\r\n\r\n")
+                    t0 = time.monotonic()
+                    line = head.split(b"\r\n", 1)[0].decode("latin-1")
+                    parts = line.split(" ")
+                    path = parts[1] if len(parts) > 1 else "/"
+                    close = b"connection: close" in head.lower()
+                    await asyncio.sleep(self.delay)
+                    body, ctype = routes.get(path, (b"not found", "text/plain"))
+                    status = "200 OK" if path in routes else "404 Not Found"
+                    writer.write(f"HTTP/1.1 {status}\r\nContent-Type: {ctype}\r\n"
+                                 f"Content-Length: {len(body)}\r\n\r\n".encode() + body)
+                    await writer.drain()
+                    self.log.append((ip, path, t0, time.monotonic()))
+                    if close:
+                        break
+            writer.close()
+
+        return await asyncio.start_server(handle, ip, self.port, backlog=512)
+
+
+async def _main(args: argparse.Namespace) -> None:
+    hosts = Hosts(host_ips(args.hosts), args.port, pages(args.pages), args.delay_ms / 1000)
+    servers = [await hosts.serve(ip) for ip in hosts.ips]
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+    if args.ready:
+        Path(args.ready).write_text(json.dumps({"port": args.port, "hosts": hosts.ips}))
+    await stop.wait()
+    for s in servers:
+        s.close()
+    Path(args.log).write_text("\n".join(json.dumps(r) for r in hosts.log) + "\n")
+
+
+def politeness(log_path: Path, prefix: str = "") -> dict[str, Any]:
+    """Per host, from the server's log: the smallest gap between two request arrivals and
+    whether two requests were ever in flight at once (for pages under ``prefix``)."""
+    by_host: dict[str, list[tuple[float, float]]] = {}
+    for line in log_path.read_text().splitlines():
+        if line:
+            ip, path, t0, t1 = json.loads(line)
+            if path.startswith(prefix):
+                by_host.setdefault(ip, []).append((t0, t1))
+    gaps, overlaps = [], 0
+    for spans in by_host.values():
+        spans.sort()
+        for (a0, a1), (b0, _b1) in itertools.pairwise(spans):
+            gaps.append(b0 - a0)
+            overlaps += b0 < a1
+    return {"hosts": len(by_host), "requests": sum(len(v) for v in by_host.values()),
+            "min_gap": round(min(gaps), 4) if gaps else None, "overlaps": overlaps,
+            "max_per_host_in_flight": _max_in_flight(by_host)}
+
+
+def _max_in_flight(by_host: dict[str, list[tuple[float, float]]]) -> int:
+    best = 0
+    for spans in by_host.values():
+        events = sorted([(t0, 1) for t0, _ in spans] + [(t1, -1) for _, t1 in spans])
+        n = 0
+        for _t, d in events:
+            n += d
+            best = max(best, n)
+    return best
+
+
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--hosts", type=int, default=20)
+    ap.add_argument("--pages", type=int, default=60)
+    ap.add_argument("--delay-ms", type=float, default=100)
+    ap.add_argument("--port", type=int, default=8080)
+    ap.add_argument("--log", type=Path, required=True)
+    ap.add_argument("--ready", type=Path)
+    asyncio.run(_main(ap.parse_args(argv)))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,325 @@
+"""One worker process: the tickets of every site at once, many URLs of many hosts in flight.
+
+A process runs one :class:`~sitemap_crawler.commands.worker.Worker` per site (its heartbeat,
+journal and tickets live in that site's state directory) and one pool of fetch threads that
+they share.  The dispatcher (this module, on the process's main thread) decides which URL
+goes to a thread next; the worker does the URL (fetch, convert, write, journal).
+
+Why threads and not an event loop: what a URL waits on is not only sockets.  The host gate
+is a rename on what may be a network share (hostgate.py; 1-20 ms on SMB/sshfs), the ticket
+and journal moves are file system calls, and conversion is CPU work in lxml.  In an event
+loop each of those would stall every request in flight unless sent to a thread anyway; a
+thread per URL in flight keeps the tested synchronous fetch, gate and robots code as it
+is, and the GIL is released while a thread waits on a socket or a file.
+
+Invariants (with tickets.py T1-T9, hostgate.py G1-G8, journal.py J1-J4):
+
+* D1 (no sleeping on a closed gate).  A URL goes to a thread only when its host has room in
+  this process: fewer than :meth:`Dispatcher.cap` of its URLs running (1 when the host has a
+  delay, else ``max_parallel_per_host`` split over the local worker processes) and its
+  token known to be back (``HostGate.free_at``, G8).  So while host A's delay runs, the
+  threads fetch from B, C, ...; the gate still decides every request (F1), across
+  processes and machines.
+* D2 (claiming).  A ticket is claimed while the threads would otherwise idle, best host
+  first by its id alone (T9): a host this process holds no ticket of; else one whose held
+  tickets have nothing left to start (the tail of a delay-0 host); a ticket of a host that
+  already waits here is never claimed (another process is better placed).  Sites are tried
+  in turn; a site whose ``pending/`` was empty is looked at again after ``IDLE_RECHECK``.
+* D3 (completion).  A ticket completes (T3) when each of its URLs has run, or is handed
+  back (T4) with the progress of the URLs that ran; each URL's journal record is written
+  before the URL counts as run, and the journal is synced before the ticket moves (J1).
+* D4 (a kill).  After a kill -9 the URLs that were in flight have no journal record: the
+  reclaimer hands their tickets back with every other URL's progress (T5), so each URL that
+  was in flight is fetched once more, and no other.
+* D5 (a stop).  On a stop no URL is started; running ones end promptly (gate and backoff
+  waits are ``stop.wait``, F5) and every held ticket is handed back with its progress.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import math
+import queue
+import threading
+import time
+from collections import Counter, deque
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from sitemap_crawler.commands.worker import TicketLost, Worker, WorkerFatal
+from sitemap_crawler.protocol.heartbeat import Heartbeat, Observer
+from sitemap_crawler.protocol.hostgate import HostGate, host_key
+from sitemap_crawler.protocol.state import StateDir
+from sitemap_crawler.protocol.tickets import Claimed, TicketName, host_tag, ticket_host
+
+log = logging.getLogger(__name__)
+IDLE_RECHECK = 1.0  # seconds before a site whose pending/ was empty is listed again
+MAX_WAIT = 0.2  # the dispatcher looks around at least this often
+HELD_PER_THREAD = 8  # tickets held per fetch thread: a host with a delay needs a thread
+# for a fraction of its time only, so many more hosts than threads can be kept busy
+
+
+@dataclass
+class _Held:
+    """A claimed ticket: the URLs not yet started, and how many are running."""
+
+    worker: Worker
+    c: Claimed
+    todo: deque[dict[str, Any]]
+    tag: str | None
+    running: int = 0
+    lost: bool = False
+
+
+@dataclass(eq=False)
+class _Job:
+    """One URL on a fetch thread; ``fetched`` once its host no longer counts it busy."""
+
+    h: _Held
+    host: str
+    fetched: bool = False
+
+
+@dataclass
+class _Gate:
+    """The process's gate on one shared gate directory, and the heartbeat that tells
+    other processes that the tokens it holds are held by a live worker (G6)."""
+
+    gate: HostGate
+    heartbeat: Heartbeat
+    hosts: dict[str, str] = field(default_factory=dict)  # host tag -> host key
+
+
+class Dispatcher:
+    """Many sites, many hosts, ``max_in_flight`` URLs at once; see D1-D5."""
+
+    def __init__(self, workers: list[Worker], stop: threading.Event, *, max_in_flight: int,
+                 local_workers: int = 1) -> None:
+        self.workers = workers
+        self.stop = stop
+        self.max_in_flight = max(1, max_in_flight)
+        self.local_workers = max(1, local_workers)
+        self.held: list[_Held] = []
+        self.running: set[_Job] = set()
+        self._events: queue.SimpleQueue[tuple[_Job, str, BaseException | None]] = \
+            queue.SimpleQueue()
+        self.busy: Counter[str] = Counter()  # host key -> URLs of it running here
+        self.fatal: BaseException | None = None
+        self._gates: dict[Path, _Gate] = {}
+        self._idle: dict[str, float] = {}  # site -> when its pending/ was seen empty
+        self._turn = 0  # the site tried first for the next claim (round robin)
+
+    # -- the loop ----------------------------------------------------------------------------
+    def run(self) -> dict[str, Counter[str]]:
+        """Work until no site has work left, or a stop; each site's totals."""
+        self._executor = ThreadPoolExecutor(self.max_in_flight, thread_name_prefix="fetch")
+        try:
+            self._loop()
+        except BaseException as e:
+            self.fatal = self.fatal or e
+            self.stop.set()
+        finally:
+            try:
+                self._drain()
+            finally:
+                self._executor.shutdown(wait=True)
+                self._close()
+        if self.fatal is not None:
+            raise self.fatal
+        return {w.site.name: w.stats for w in self.workers}
+
+    def _loop(self) -> None:
+        while not self.stop.is_set() and self.fatal is None:
+            self._dispatch()
+            if len(self.running) < self.max_in_flight and self._claim():
+                continue  # dispatch from it at once
+            if self.running or self.held:
+                self._wait()
+                continue
+            if any(w.opened and w.housekeeping() for w in self.workers):
+                continue
+            if not any(w.queue.has_work() for w in self.workers):
+                return
+            # Others hold tickets: look again soon (they may finish, or die and need
+            # reclaiming, which needs our heartbeat in that site first: H1).
+            for w in self.workers:
+                if not w.opened and w.queue.has_work():
+                    self._open(w)
+            self._idle.clear()
+            self.stop.wait(MAX_WAIT)
+
+    # -- D1 ----------------------------------------------------------------------------------
+    def cap(self, w: Worker, host: str) -> int:
+        """URLs of ``host`` this process may run at once (D1)."""
+        s = w.s
+        if s.request_delay > 0 or w.gate.last_delay(host) > 0:
+            return 1
+        return max(1, math.ceil(s.max_parallel_per_host / self.local_workers))
+
+    def _dispatch(self) -> None:
+        now = time.monotonic()
+        for h in self.held:
+            while h.todo and not h.lost and len(self.running) < self.max_in_flight:
+                entry = h.todo[0]
+                host = host_key(entry["url"])
+                if self.busy[host] >= self.cap(h.worker, host) or \
+                        h.worker.gate.free_at(host) > now:
+                    break
+                h.todo.popleft()
+                h.running += 1
+                self.busy[host] += 1
+                job = _Job(h, host)
+                self.running.add(job)
+                self._executor.submit(self._job, job, entry)
+
+    def _next_ready(self) -> float:
+        """Seconds until a held host's token is known to be back (D1), at most MAX_WAIT."""
+        now = time.monotonic()
+        soonest = MAX_WAIT
+        for h in self.held:
+            if h.todo and not h.lost:
+                host = host_key(h.todo[0]["url"])
+                if self.busy[host] < self.cap(h.worker, host):
+                    soonest = min(soonest, max(0.0, h.worker.gate.free_at(host) - now))
+        return soonest
+
+    def _job(self, job: _Job, entry: dict[str, Any]) -> None:
+        """On a fetch thread: one URL; the dispatcher hears when its request is over (the
+        host has room again while the page converts) and when the URL is done."""
+        try:
+            job.h.worker.run_one(job.h.c, entry,
+                                 fetched=lambda: self._events.put((job, "fetched", None)))
+        except BaseException as e:
+            self._events.put((job, "done", e))
+        else:
+            self._events.put((job, "done", None))
+
+    def _wait(self, block: bool = True) -> None:
+        """Take what the fetch threads said (waiting up to the next gate opening)."""
+        timeout = self._next_ready() if block else 0.0
+        if not self.running:
+            self.stop.wait(timeout)
+            return
+        try:
+            event = self._events.get(timeout=timeout) if timeout > 0 else \
+                self._events.get_nowait()
+        except queue.Empty:
+            return
+        while True:
+            self._collect(*event)
+            try:
+                event = self._events.get_nowait()
+            except queue.Empty:
+                return
+
+    def _collect(self, job: _Job, what: str, error: BaseException | None) -> None:
+        h = job.h
+        if not job.fetched:  # the host's request is over either way
+            job.fetched = True
+            self.busy[job.host] -= 1
+        if what == "fetched":
+            return
+        self.running.discard(job)
+        h.running -= 1
+        if isinstance(error, TicketLost):
+            h.lost = True
+            h.todo.clear()
+        elif error is not None:  # WorkerFatal, or a bug outside a URL: stop this process
+            self.fatal = self.fatal or error
+            self.stop.set()
+        if h.running == 0 and (h.lost or not h.todo):
+            self.held.remove(h)
+            h.worker.complete(h.c, lost=h.lost)
+
+    # -- D2 ----------------------------------------------------------------------------------
+    def _claim(self) -> bool:
+        """Claim one ticket worth having (D2); True if one was claimed."""
+        if len(self.held) >= self.max_in_flight * HELD_PER_THREAD:
+            return False
+        n = len(self.workers)
+        now = time.monotonic()
+        for i in range(n):
+            w = self.workers[(self._turn + i) % n]
+            if now - self._idle.get(w.site.name, -IDLE_RECHECK) < IDLE_RECHECK:
+                continue
+            if not w.opened:
+                if not w.queue.names("pending"):
+                    self._idle[w.site.name] = now
+                    continue
+                self._open(w)
+            c = w.claim(self._rank)
+            if c is None:
+                if not w.queue.names("pending"):
+                    self._idle[w.site.name] = now
+                continue
+            self._turn = (self._turn + i + 1) % n
+            todo = deque(c.remaining())
+            if not todo:  # every URL done before a crash (T5 progress): finish it now
+                w.complete(c)
+                return True
+            self.held.append(_Held(w, c, todo, ticket_host(c.ticket_id)))
+            return True
+        return False
+
+    def _rank(self, name: TicketName) -> int | None:
+        """0: a host this process holds no ticket of; 1: no host in the id (T9); 2: a host
+        whose held tickets have nothing left to start; None: a host already waiting here."""
+        tag = ticket_host(name.ticket_id)
+        if tag is None:
+            return 1
+        mine = [h for h in self.held if h.tag == tag]
+        if not mine:
+            return 0
+        if any(h.todo for h in mine):
+            return None
+        return 2
+
+    # -- opening and closing -----------------------------------------------------------------
+    def _open(self, w: Worker) -> None:
+        state = StateDir(w.site.state_dir)
+        root = state.gate_root
+        g = self._gates.get(root)
+        if g is None:
+            s = w.s.crawl_state
+            state.ensure()
+            for d in (root, state.gate_workers):
+                d.mkdir(parents=True, exist_ok=True)
+            observer = Observer(state.gate_workers, s.heartbeat_timeout)
+            hb = Heartbeat(state.gate_workers, w.wid, s.heartbeat_interval,
+                           on_fail=self.stop.set).start()
+            gate = HostGate(root, w.wid, observer.is_dead, deferred=True)
+            g = self._gates[root] = _Gate(gate, hb)
+        w.open(g.gate)
+
+    def _drain(self) -> None:
+        """D5: let running URLs end, then hand every held ticket back with its progress."""
+        while self.running:
+            self._collect(*self._events.get())
+        for h in list(self.held):
+            self.held.remove(h)
+            if h.lost:
+                h.worker.complete(h.c, lost=True)
+                continue
+            with contextlib.suppress(OSError):
+                h.worker.hand_back(h.c)
+
+    def _close(self) -> None:
+        errors: list[BaseException] = []
+        for g in self._gates.values():
+            g.gate.close()
+        for w in self.workers:
+            try:
+                w.close()
+            except BaseException as e:
+                errors.append(e)
+        for g in self._gates.values():
+            with contextlib.suppress(OSError):
+                g.heartbeat.stop(remove=True)
+        if errors and self.fatal is None:
+            self.fatal = errors[0]
+
+
+__all__ = ["Dispatcher", "WorkerFatal", "host_tag"]

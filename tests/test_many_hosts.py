@@ -1,0 +1,216 @@
+"""Every host busy at once (commands/dispatch.py): many sites and hosts in one run, many
+requests in flight per worker, one delay per host across sites, processes and machines.
+
+Each host is a real LocalServer on its own loopback address (127.0.0.2, 127.0.0.3, ...);
+the politeness checks read the servers' own logs of when each request arrived."""
+
+from __future__ import annotations
+
+import itertools
+import os
+import signal
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from httpserver import LocalServer, Response
+from sites import cli, doc_site, page_html, popen_cli, read_index
+
+from sitemap_crawler.protocol.state import StateDir
+
+TOLERANCE = 0.01  # seconds: the server stamps arrival in another process than the sender
+
+
+@pytest.fixture
+def hosts(request):
+    """``hosts(n)`` -> n running servers, one per loopback address."""
+    started: list[LocalServer] = []
+
+    def make(n: int) -> list[LocalServer]:
+        for _ in range(n):
+            srv = LocalServer(host=f"127.0.0.{2 + len(started)}")
+            srv.__enter__()
+            started.append(srv)
+        return started[-n:]
+
+    yield make
+    for srv in started:
+        srv.__exit__(None, None, None)
+
+
+def config(tmp: Path, sources: dict[str, str], out: Path | None = None, **settings: Any) -> Path:
+    """A config with one site per (name, source)."""
+    crawl_state = {"ticket_size": 5, "heartbeat_interval": 0.5, "heartbeat_timeout": 3}
+    crawl_state.update(settings.pop("crawl_state", {}))
+    cfg = {"settings": {"base_output_dir": str(out or tmp / "out"), "request_delay": 0,
+                        "max_retries": 1, "crawl_state": crawl_state, **settings},
+           "sites": [{"name": n, "source": src, "base_dir": n} for n, src in sources.items()]}
+    path = tmp / "config.yaml"
+    path.write_text(yaml.safe_dump(cfg))
+    return path
+
+
+def page_times(srv: LocalServer, prefix: str = "/docs/") -> list[float]:
+    return sorted(r.t for r in srv.requests if r.path.startswith(prefix))
+
+
+def min_gap(times: list[float]) -> float:
+    return min((b - a for a, b in itertools.pairwise(sorted(times))), default=float("inf"))
+
+
+def prepare_all(cfg: Path, names: list[str]) -> None:
+    for n in names:
+        cli(cfg, "prepare", n)
+
+
+def test_two_sites_on_two_slow_hosts_take_the_time_of_one(hosts, tmp_path):
+    """One worker process, two sites with a 0.4 s delay: they are crawled side by side
+    (before: one after the other, the sum of both)."""
+    a, b = hosts(2)
+    doc_site(a, 8)
+    doc_site(b, 8)
+    cfg = config(tmp_path, {"a": a.url("/sitemap.xml"), "b": b.url("/sitemap.xml")},
+                 request_delay=0.4)
+    prepare_all(cfg, ["a", "b"])
+    t0 = time.monotonic()
+    r = cli(cfg, "work", "--workers", "1")
+    took = time.monotonic() - t0
+    assert "a: 8 URLs" in r.stdout and "b: 8 URLs" in r.stdout, r.stdout
+    ta, tb = page_times(a), page_times(b)
+    one = ta[-1] - ta[0]
+    assert one >= 7 * 0.4 - TOLERANCE  # each host kept its delay ...
+    assert min_gap(ta) >= 0.4 - TOLERANCE and min_gap(tb) >= 0.4 - TOLERANCE
+    # ... and the two ran at the same time: the whole run took about one site's time
+    assert tb[0] < ta[-1] and ta[0] < tb[-1], (ta, tb)
+    assert took < 1.5 * one + 3.0, (took, one)  # 3 s: start-up and the final merges
+
+
+def test_a_worker_waiting_on_one_hosts_delay_fetches_from_another(hosts, tmp_path):
+    """Between two requests to host A (1 s apart) the same single worker process sends
+    requests to host B: it does not sleep on A's gate while B has work."""
+    a, b = hosts(2)
+    doc_site(a, 4)
+    doc_site(b, 4)
+    cfg = config(tmp_path, {"a": a.url("/sitemap.xml"), "b": b.url("/sitemap.xml")},
+                 request_delay=1.0)
+    prepare_all(cfg, ["a", "b"])
+    cli(cfg, "work", "--workers", "1")
+    ta, tb = page_times(a), page_times(b)
+    assert len(ta) == len(tb) == 4
+    between = [sum(x < t < y for t in tb) for x, y in itertools.pairwise(ta)]
+    assert all(n >= 1 for n in between), (ta, tb)
+
+
+def two_sites_one_host(srv: LocalServer, n: int) -> None:
+    """Sites "a" and "b" on one host: /a/... and /b/..., each with its own sitemap."""
+    for part in ("a", "b"):
+        urls = [srv.url(f"/{part}/page-{i}.html") for i in range(n)]
+        srv.route(f"/{part}/sitemap.xml", Response(
+            body='<?xml version="1.0"?><urlset xmlns="http://www.sitemaps.org/schemas/'
+                 'sitemap/0.9">' + "".join(f"<url><loc>{u}</loc></url>" for u in urls)
+                 + "</urlset>", content_type="application/xml"))
+        for i in range(n):
+            srv.route(f"/{part}/page-{i}.html", Response(body=page_html(i)))
+    srv.route("/robots.txt", Response(body="User-agent: *\nAllow: /\n",
+                                      content_type="text/plain"))
+
+
+def test_two_sites_sharing_one_host_keep_one_delay_between_them(hosts, tmp_path):
+    """Two `work` commands, one per site, on the same host at once: one gate for the host
+    (before: one per site's state directory, so the two sites together broke the delay)."""
+    (srv,) = hosts(1)
+    two_sites_one_host(srv, 6)
+    cfg = config(tmp_path, {"a": srv.url("/a/sitemap.xml"), "b": srv.url("/b/sitemap.xml")},
+                 request_delay=0.3)
+    prepare_all(cfg, ["a", "b"])
+    procs = [popen_cli(cfg, "work", "a", "--workers", "2"),
+             popen_cli(cfg, "work", "b", "--workers", "2")]
+    for p in procs:
+        _, err = p.communicate(timeout=120)
+        assert p.returncode == 0, err
+    times = sorted(r.t for r in srv.requests if r.path.endswith(".html"))
+    assert len(times) == 12
+    assert min_gap(times) >= 0.3 - TOLERANCE, min_gap(times)
+
+
+def test_sigkill_with_many_requests_in_flight_loses_nothing_and_refetches_only_those(
+        hosts, tmp_path):
+    """6 hosts, delay 0, slow answers, `crawl-all` with 2 workers with many requests in
+    flight each, one killed with SIGKILL: every page written once; a page is fetched a second time
+    only if it was in flight at the kill (sent in the last answer time before it)."""
+    servers = hosts(6)
+    answer = 0.3
+    for s in servers:
+        doc_site(s, 10, delay=answer)
+    names = [f"h{i}" for i in range(6)]
+    cfg = config(tmp_path, {n: s.url("/sitemap.xml") for n, s in zip(names, servers, strict=True)},
+                 max_in_flight=16)
+    out = tmp_path / "out"
+    p = popen_cli(cfg, "crawl-all", "--workers", "2")
+
+    def busy() -> tuple[str, int] | None:
+        from sitemap_crawler.protocol.heartbeat import read_heartbeat
+        for n in names:
+            for f in (StateDir(out / ".crawl-state" / n).workers).glob("*.lock"):
+                hb = read_heartbeat(f)
+                if hb and hb.get("ticket") and sum(len(s.requests) for s in servers) > 20:
+                    return hb["worker_id"], hb["pid"]
+        return None
+
+    deadline = time.monotonic() + 60
+    while (got := busy()) is None:
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+    _wid, pid = got
+    in_flight_before = sum(1 for s in servers for r in s.requests
+                           if r.path.startswith("/docs/"))
+    os.kill(pid, signal.SIGKILL)
+    t_kill = time.monotonic()
+    p.communicate(timeout=180)
+    cli(cfg, "work", "--workers", "2")  # whatever the killed worker left (if anything)
+    hits: Counter[tuple[int, str]] = Counter()
+    first: dict[tuple[int, str], float] = {}
+    for i, s in enumerate(servers):
+        for r in s.requests:
+            if r.path.startswith("/docs/"):
+                hits[(i, r.path)] += 1
+                first.setdefault((i, r.path), r.t)
+    assert len(hits) == 60 and max(hits.values()) <= 2, hits.most_common(3)
+    again = [k for k, v in hits.items() if v == 2]
+    # in flight at the kill: sent within one answer time (+ conversion slack) before it
+    assert all(t_kill - answer - 1.0 <= first[k] <= t_kill for k in again), again
+    assert len(again) <= 16, again  # at most max_in_flight of the killed process
+    assert in_flight_before > 0
+    for n in names:
+        idx = read_index(out / ".crawl-state" / n)
+        assert len(idx) == 10
+        files = [v["file_path"] for v in idx.values()]
+        assert len(set(files)) == 10
+        assert all((out / n / f).is_file() for f in files)
+
+
+def test_two_machines_on_twenty_polite_hosts_keep_every_gap(share, hosts, tmp_path):
+    """Two "machines" (two mounts of a real share), 2 workers each, 20 sites on 20 hosts
+    with a 0.3 s delay: per host, request starts are >= 0.3 s apart, whoever sent them."""
+    a, b, _kind = share
+    servers = hosts(20)
+    for s in servers:
+        doc_site(s, 3)
+    names = [f"h{i:02d}" for i in range(20)]
+    sources = {n: s.url("/sitemap.xml") for n, s in zip(names, servers, strict=True)}
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    cfg_a = config(tmp_path / "a", sources, out=a / "out", request_delay=0.3)
+    cfg_b = config(tmp_path / "b", sources, out=b / "out", request_delay=0.3)
+    prepare_all(cfg_a, names)
+    procs = [popen_cli(cfg_a, "work", "--workers", "2"), popen_cli(cfg_b, "work", "--workers", "2")]
+    for p in procs:
+        _, err = p.communicate(timeout=300)
+        assert p.returncode == 0, err
+    for s in servers:
+        times = page_times(s)
+        assert len(times) == 3, (s.base, times)
+        assert min_gap(times) >= 0.3 - TOLERANCE, (s.base, times)
