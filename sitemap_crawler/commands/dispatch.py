@@ -16,7 +16,9 @@ Invariants (with tickets.py T1-T9, hostgate.py G1-G8, journal.py J1-J4):
 
 * D1 (no sleeping on a closed gate).  A URL goes to a thread only when its host has room in
   this process: fewer than :meth:`Dispatcher.cap` of its URLs running (1 when the host has a
-  delay, else ``max_parallel_per_host`` split over the local worker processes) and its
+  delay, else ``max_parallel_per_host`` split over the local worker processes; 1 as well
+  until a URL of the host came back without a failure, and while it fails: a host that is
+  down gets one URL at a time, so patience gives it up as early as before) and its
   token known to be back (``HostGate.free_at``, G8).  So while host A's delay runs, the
   threads fetch from B, C, ...; the gate still decides every request (F1), across
   processes and machines.
@@ -111,6 +113,7 @@ class Dispatcher:
         self._gates: dict[Path, _Gate] = {}
         self._idle: dict[str, float] = {}  # site -> when its pending/ was seen empty
         self._turn = 0  # the site tried first for the next claim (round robin)
+        self._proven: set[str] = set()  # hosts that answered a URL without a failure
 
     # -- the loop ----------------------------------------------------------------------------
     def run(self) -> dict[str, Counter[str]]:
@@ -157,6 +160,8 @@ class Dispatcher:
         s = w.s
         if s.request_delay > 0 or w.gate.last_delay(host) > 0:
             return 1
+        if host not in self._proven or w.gate.failures(host) > 0:
+            return 1  # slow start: a host that is down gets one URL at a time (patience)
         return max(1, math.ceil(s.max_parallel_per_host / self.local_workers))
 
     def _dispatch(self) -> None:
@@ -220,6 +225,8 @@ class Dispatcher:
         if not job.fetched:  # the host's request is over either way
             job.fetched = True
             self.busy[job.host] -= 1
+            if job.host not in self._proven and h.worker.gate.failures(job.host) == 0:
+                self._proven.add(job.host)
         if what == "fetched":
             return
         self.running.discard(job)
@@ -309,7 +316,7 @@ class Dispatcher:
     def _close(self) -> None:
         errors: list[BaseException] = []
         for g in self._gates.values():
-            g.gate.close()
+            g.gate.close(self.stop)  # a normal end keeps the last delays (G5); a stop not
         for w in self.workers:
             try:
                 w.close()

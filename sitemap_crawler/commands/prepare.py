@@ -45,6 +45,7 @@ import dataclasses
 import logging
 import os
 import secrets
+import threading
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator
@@ -180,7 +181,7 @@ def shared_gate(state: StateDir, wid: str, s: Settings) -> Iterator[HostGate]:
     try:
         yield gate
     finally:
-        gate.close()
+        gate.close(threading.Event())  # the last delays hold after prepare too (G5)
         with contextlib.suppress(OSError):
             hb.stop(remove=True)
 

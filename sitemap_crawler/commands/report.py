@@ -58,7 +58,8 @@ def build(state: StateDir, site: str, totals: dict[str, Any]) -> dict[str, Any]:
     hosts = {h: dict(c) for h, c in pushback.items()}
     names = {safe_host(h): h for h in {host for _o, _r, host in last.values()}}
     for name, block in _blocks(state).items():
-        hosts.setdefault(names.get(name, name), {}).update(block)
+        if name in names:  # the gate is shared with other sites: this site's hosts only
+            hosts.setdefault(names[name], {}).update(block)
     numbers = {k: v for k, v in totals.items() if isinstance(v, int | float)}
     return {
         "site": site, "finished_at": totals.get("finished_at"), "run": totals.get("run"),
@@ -89,7 +90,7 @@ def _blocks(state: StateDir) -> dict[str, dict[str, Any]]:
     block files stay until the next crawl starts."""
     out: dict[str, dict[str, Any]] = {}
     try:
-        entries = list(os.scandir(state.hosts))
+        entries = list(os.scandir(state.gate_root))
     except FileNotFoundError:
         return out
     for e in entries:

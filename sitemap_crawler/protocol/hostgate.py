@@ -58,8 +58,8 @@ Invariants (the protocol):
   remembers, per host, when its token comes back (:meth:`HostGate.free_at`): a scheduler
   sends nobody to wait at a gate that is known to be closed.  A token given back by this
   process wakes this process's waiters at once (no polling delay between two requests of
-  one process).  A stop gives a waiting token back within 0.25 s, and
-  :meth:`HostGate.close` gives every waiting token back at once (G5's prompt exit).
+  one process).  A stop gives a waiting token back within 0.25 s (G5's prompt exit);
+  :meth:`HostGate.close` gives the waiting tokens back at their time, or at once on a stop.
 """
 
 from __future__ import annotations
@@ -366,13 +366,23 @@ class HostGate:
         now = time.monotonic()
         return any(due <= now or lease.stop.is_set() for due, _s, lease in self._later)
 
-    def close(self) -> None:
-        """Give every token still waiting for its delay back now (a stop or the end)."""
+    def close(self, stop: threading.Event | None = None) -> None:
+        """Give every token still waiting for its delay back: at its time (G5 holds after
+        we are gone too), or at once when ``stop`` is set (then or meanwhile)."""
+        with self._returned:
+            last = max((due for due, _s, _l in self._later), default=0.0)
+        while stop is not None and not stop.is_set() and time.monotonic() < last:
+            stop.wait(min(0.25, last - time.monotonic()))
         with self._returned:
             self._closed = True
             pending, self._later = self._later, []
             self._returned.notify_all()
-        for _due, _seq, lease in pending:
+        for _due, _seq, lease in sorted(pending, key=lambda t: t[0]):
+            if stop is not None and not stop.is_set():
+                # (the releaser has stopped: the last ones are given back here, on time)
+                wait = _due - time.monotonic()
+                if wait > 0:
+                    stop.wait(wait)
             try:
                 self._give_back(lease)
             except OSError as e:
