@@ -26,11 +26,6 @@ from sitemap_crawler import __version__, logs
 from sitemap_crawler.config import Config, Site, load_config
 from sitemap_crawler.errors import CrawlerError, UserError
 
-# httpx imports its own command line (rich, pygments, click: ~5 MB, a twelfth of prepare's
-# 64 MB budget) whenever it can; this process never runs it, so httpx gets its stub instead.
-# (Nothing above imports httpx; the commands import it when they run.)
-sys.modules.setdefault("httpx._main", None)  # type: ignore[arg-type]
-
 log = logging.getLogger("sitemap_crawler")
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
@@ -44,6 +39,8 @@ app = typer.Typer(
     + EXIT_CODES_HELP,
     context_settings={"help_option_names": ["-h", "--help"]},
     pretty_exceptions_enable=False,
+    # plain help: the rich layout of typer 0.2x shows "<bool>" after every flag
+    rich_markup_mode=None,
 )
 
 
@@ -102,7 +99,7 @@ def list_sites() -> None:
         typer.echo(f"{site.name:24} {', '.join(site.sources)}\n{'':24} -> {site.base_dir} ({st})")
 
 
-@app.command()
+@app.command(short_help="Discover a site's URLs and write tickets.")
 def prepare(
     site: Annotated[str, typer.Argument(help="Site name from config.yaml.")],
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Discover and count; write "
@@ -140,7 +137,7 @@ def _discovery_progress(site: str) -> Iterator[Callable[[str], None]]:
         yield show
 
 
-@app.command()
+@app.command(short_help="Tickets, workers, speed and ETA of a site.")
 def status(
     site: Annotated[str, typer.Argument(help="Site name from config.yaml.")],
     as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
@@ -289,7 +286,7 @@ def _work_site(site: Site, named: bool, workers: int, done: dict[str, dict[str, 
                       "left; it goes back to pending: run `sitemap-crawler work %s` again",
                       site.name, totals["workers_died"], site.name)
     else:
-        log.info("%s: no work left", site.name)
+        log.debug("%s: no work left", site.name)  # said once for the run, by _work
     n_failed = queue.counts()["failed"]
     if n_failed:
         if site.name not in failed:
@@ -300,7 +297,7 @@ def _work_site(site: Site, named: bool, workers: int, done: dict[str, dict[str, 
     return None
 
 
-@app.command()
+@app.command(short_help="Work on prepared tickets until none is left.")
 def work(
     sites: Annotated[list[str] | None, typer.Argument(help="Sites (default: every site with "
                                                       "work left).")] = None,
@@ -332,7 +329,7 @@ def crawl_all(
     raise typer.Exit(_work([s.name for s in Ctx.config().sites], workers))
 
 
-@app.command()
+@app.command(short_help="Failed and dead workers' tickets -> pending.")
 def resume(
     site: Annotated[str, typer.Argument(help="Site name from config.yaml.")],
     workers: Annotated[int, typer.Option("--workers", "-w", help="Then work with this many "
@@ -362,7 +359,7 @@ def resume(
         raise typer.Exit(_work([site], workers))
 
 
-@app.command()
+@app.command(short_help="One row per URL: outcome, reason, file, validators.")
 def export(
     site: Annotated[str, typer.Argument(help="Site name from config.yaml.")],
     fmt: Annotated[str, typer.Option("--format", "-f", help="jsonl, csv or parquet (needs "
@@ -379,7 +376,7 @@ def export(
     typer.echo(f"{site}: {n} URLs -> {output}")
 
 
-@app.command()
+@app.command(short_help="Serve a built-in site on 127.0.0.1; crawl it.")
 def demo(
     workers: Annotated[int, typer.Option("--workers", "-w", help="Worker processes.")] = 4,
     output: Annotated[Path, typer.Option(help="Where the demo's markdown and state go.")]
@@ -418,12 +415,11 @@ def main() -> None:
             traceback.print_exc()
         sys.exit(1)
     except Exception as e:  # the CLI library's own usage errors, then real bugs
-        exc_mod = _cli_exceptions()
         if isinstance(e, typer.Exit):
             sys.exit(e.exit_code)
-        if isinstance(e, exc_mod.ClickException):
-            e.show()
-            sys.exit(2 if isinstance(e, exc_mod.UsageError) else 1)
+        if _usage_error(e):
+            e.show()  # type: ignore[attr-defined]
+            sys.exit(e.exit_code)  # type: ignore[attr-defined]
         if isinstance(e, typer.Abort):
             typer.echo("interrupted", err=True)
             sys.exit(130)
@@ -437,10 +433,8 @@ def main() -> None:
 
 
 
-def _cli_exceptions():  # type: ignore[no-untyped-def]
-    """typer >= 0.2x vendors click as typer._click; older typers use click itself."""
-    try:
-        from typer._click import exceptions
-    except ImportError:  # pragma: no cover - depends on the installed typer
-        from click import exceptions
-    return exceptions
+def _usage_error(e: Exception) -> bool:
+    """The CLI library's own errors (a bad option, a missing argument: exit 2) show
+    themselves and carry their exit code; told by that, not by a class of its private
+    modules (typer vendors click, older versions use click, which we do not declare)."""
+    return callable(getattr(e, "show", None)) and isinstance(getattr(e, "exit_code", None), int)

@@ -7,8 +7,8 @@ lists, code blocks, bare URLs), so the parser takes every list-item link and eve
 URL line (and ``- Name: https://...`` items), ignores everything else, and never fails on
 a line.  Relative links resolve against the file's own URL; a scheme is case-insensitive
 (``Https://`` is ``https://``).  Links to more llms files (``/llms-en.txt``) are read as
-llms files by discover/sources.py, not crawled as pages.  A plain-text sitemap (one URL per line) is the degenerate
-case and comes out of the same parser.
+llms files by discover/sources.py, not crawled as pages.  A plain-text sitemap (one URL
+per line) is the degenerate case and comes out of the same parser.
 
 **llms-full.txt** is not an index but the pages themselves, concatenated as markdown.  Its
 links are the pages' own links (relative ones meant for each page, not for the file), so in
