@@ -383,7 +383,11 @@ def demo(
     = Path("demo-output"),
     pages: Annotated[int, typer.Option(help="Pages on the demo site.")] = 300,
     serve_only: Annotated[bool, typer.Option("--serve-only", help="Only serve the demo site "
-                                             "until Ctrl+C.")] = False,
+                                             "until Ctrl+C (on port 8765 unless --port: "
+                                             "config.yaml's local-demo).")] = False,
+    port: Annotated[int | None, typer.Option(help="Port on 127.0.0.1 to serve on (default: "
+                                             "8765 with --serve-only, else the last run's "
+                                             "or a free one).")] = None,
 ) -> None:
     """Serve a built-in documentation site on 127.0.0.1 and crawl it end to end.
 
@@ -392,7 +396,8 @@ def demo(
     """
     from sitemap_crawler.demo.run import run_demo
 
-    raise typer.Exit(run_demo(output, workers=workers, pages=pages, serve_only=serve_only))
+    raise typer.Exit(run_demo(output, workers=workers, pages=pages, serve_only=serve_only,
+                              port=port))
 
 
 def main() -> None:
