@@ -188,11 +188,14 @@ def _show_report(site: str, as_json: bool) -> None:
     typer.echo(json.dumps(rep, indent=2, sort_keys=True) if as_json else report.markdown(rep))
 
 
-def _work(names: list[str], workers: int) -> int:
-    """Work on the sites, then write the run's summary line (the last line of --log-file)."""
+def _work(names: list[str], workers: int, first: Callable[[], object] | None = None) -> int:
+    """Work on the sites, then write the run's summary line (the last line of --log-file),
+    also when ``first`` (crawl's prepare) fails."""
     done: dict[str, dict[str, object]] = {}
     code = EXIT_FAILED
     try:
+        if first is not None:
+            first()
         code = _work_sites(names, workers, done)
         return code
     except CrawlerError as e:
@@ -314,8 +317,8 @@ def crawl(
     full: Annotated[bool, typer.Option("--full", help="Re-fetch every URL.")] = False,
 ) -> None:
     """prepare + work for one site."""
-    prepare(site, dry_run=False, full=full)
-    raise typer.Exit(_work([site], workers))
+    raise typer.Exit(_work([site], workers,
+                           first=lambda: prepare(site, dry_run=False, full=full)))
 
 
 @app.command("crawl-all")
@@ -324,9 +327,10 @@ def crawl_all(
     full: Annotated[bool, typer.Option("--full", help="Re-fetch every URL.")] = False,
 ) -> None:
     """prepare + work for every configured site."""
-    for s in Ctx.config().sites:
-        prepare(s.name, dry_run=False, full=full)
-    raise typer.Exit(_work([s.name for s in Ctx.config().sites], workers))
+    def prepare_all() -> None:
+        for s in Ctx.config().sites:
+            prepare(s.name, dry_run=False, full=full)
+    raise typer.Exit(_work([], workers, first=prepare_all))  # []: every site (all prepared)
 
 
 @app.command(short_help="Failed and dead workers' tickets -> pending.")

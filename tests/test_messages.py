@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import signal
 import subprocess
 import sys
@@ -62,3 +63,13 @@ def test_an_interrupted_run_says_so_in_its_summary(server, tmp_path):
     assert p.returncode == 130, err
     summary = [line for line in out.splitlines() if line.startswith("docs: ")]
     assert len(summary) == 1 and "interrupted" in summary[0], out
+
+
+def test_run_summary_is_the_last_log_line_when_crawls_prepare_fails(tmp_path):
+    for cmd in (["crawl", "docs"], ["crawl-all"]):
+        cfg = write_config(tmp_path, "http://127.0.0.1:9/sitemap.xml")  # nothing listens
+        log = tmp_path / f"{cmd[0]}.jsonl"
+        r = cli(cfg, "--log-file", str(log), *cmd, check=False)
+        assert r.returncode == 1 and "Traceback" not in r.stderr, r.stderr
+        last = json.loads(log.read_text().splitlines()[-1])
+        assert last.get("event") == "run_summary" and last["exit_code"] == 1, last
