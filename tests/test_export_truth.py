@@ -90,3 +90,30 @@ def test_column_types_are_the_same_in_every_format(site, tmp_path):
     assert seen["jsonl"]["depth"] == "BIGINT"
     assert seen["jsonl"]["fetched_at"] == "TIMESTAMP WITH TIME ZONE"
     assert seen["jsonl"]["status_code"] == "BIGINT"
+
+
+def _linking(*paths: str) -> Response:
+    links = "".join(f'<li><a href="{p}">{p}</a></li>' for p in paths)
+    text = "Words enough to be a page, not a stub. " * 6
+    return Response(body=f"<html><head><title>t</title></head><body><main><h1>t</h1>"
+                         f"<p>{text}</p><ul>{links}</ul></main></body></html>")
+
+
+def test_depth_is_the_shortest_path_when_a_longer_one_is_found_first(server, tmp_path):
+    # S -> A -> C -> T is found first (B is slow), S -> B -> T is the shortest path to T.
+    server.route("/s", _linking("/a", "/b"))
+    server.route("/a", _linking("/c"))
+    server.route("/c", _linking("/t"))
+    slow = _linking("/t")
+    slow.delay = 2.0
+    server.route("/b", slow)
+    server.route("/t", _linking())
+    cfg = write_config(tmp_path, server.url("/s"), follow_links=True, max_depth=4,
+                       crawl_state={"ticket_size": 1})
+    cli(cfg, "crawl", "docs", "--workers", "2")
+    t_hits = server.hits("/t")
+    b_done = server.hits("/b")[0].t + slow.delay
+    assert t_hits and t_hits[0].t < b_done, "T was not reached through C first"
+    rows, _ = _export(cfg, tmp_path, "jsonl")
+    depth = {u.rsplit("/", 1)[1]: r[2] for u, r in rows.items()}
+    assert depth == {"s": 0, "a": 1, "b": 1, "c": 2, "t": 2}, depth
