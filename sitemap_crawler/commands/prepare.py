@@ -593,7 +593,7 @@ class _Prepare:
             entry["depth"] = depth
         if prior:
             entry["prior"] = {k: prior[k] for k in _CARRY if prior.get(k) is not None}
-            if str(prior.get("outcome") or "").startswith("skipped:"):  # a 304 keeps the why
+            if str(prior.get("outcome") or "").startswith("skipped:"):  # a 304 may keep why
                 entry["prior"]["outcome"] = prior["outcome"]
         if new:
             res.new += 1

@@ -68,6 +68,8 @@ EMA_ALPHA = 0.3  # weight of the newest observation in change_frequency (seed 00
 _CARRY = ("content_hash", "raw_hash", "file_path", "last_changed", "changes_detected",
           "change_frequency", "rendered", "render_reason")
 _HISTORY = ("last_changed", "changes_detected", "change_frequency")
+# Skips decided from a page's body: a 304 (the same body) keeps them.
+_BODY_SKIPS = ("skipped:noindex", "skipped:non_canonical", "skipped:too_short")
 VALIDATORS_LIE = "validators-lie"  # in hosts/<host>/: this host's ETags are not trusted
 
 
@@ -398,7 +400,7 @@ class Worker:
                 # a 304 saved the whole body: its size is what the last 200 brought
                 saved=int(prior.get("size") or 0))
             kind = str(prior.get("outcome") or "")
-            if kind.startswith("skipped:"):  # the same body: skipped for the same reason
+            if kind in _BODY_SKIPS:  # the same body: skipped for the same reason
                 return replace(out, kind=kind, progress=kind, reason=kind.split(":", 1)[1])
             return out
         if r.outcome == "ok":
