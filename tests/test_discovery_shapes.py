@@ -8,6 +8,7 @@ further llms files, ``- Name: URL`` items, and a sitemap whose every entry is in
 
 from __future__ import annotations
 
+import pytest
 from httpserver import LocalServer, Response
 from test_discovery_realworld import prepare, text
 
@@ -62,14 +63,15 @@ def test_llms_full_that_is_a_list_of_links_is_read_as_llms_txt(server, tmp_path)
     assert urls == [a, b], out
 
 
-def test_llms_txt_linking_more_llms_files_follows_them(server, tmp_path):
+@pytest.mark.parametrize("source", ["/llms.txt", "/"])  # named, or found on a bare site
+def test_llms_txt_linking_more_llms_files_follows_them(server, tmp_path, source):
     a, b, c = _pages(server, "a", "b", "c")
     server.route("/llms.txt", text("# Site\n\n## Languages\n\n"
                                    "- [English](/llms-en.txt)\n"
                                    f"- [Everything]({server.url('/llms-full.txt')})\n"))
     server.route("/llms-en.txt", text(f"# English\n\n## Docs\n\n- [A]({a})\n- [B]({b})\n"))
     server.route("/llms-full.txt", text(f"# C\nSource: {c}\n\nThe text of C.\n"))
-    code, out, urls = prepare(tmp_path, server.url("/llms.txt"))
+    code, out, urls = prepare(tmp_path, server.url(source))
     assert code == 0, out
     assert urls == [a, b, c], out
     assert "in 3 files" in out, out
