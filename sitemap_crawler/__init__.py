@@ -26,7 +26,7 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-__version__ = "0.4.0"
+__version__ = "0.5.0.dev0"  # as pyproject.toml: v0.5.0 is in progress (ROADMAP.md)
 
 # public name -> module that defines it
 _API = {

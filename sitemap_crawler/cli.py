@@ -28,11 +28,6 @@ from sitemap_crawler import __version__, logs
 from sitemap_crawler.config import Config, Site, load_config
 from sitemap_crawler.errors import CrawlerError, UserError
 
-# httpx imports its own command line (rich, pygments, click: ~5 MB, a twelfth of prepare's
-# 64 MB budget) whenever it can; this process never runs it, so httpx gets its stub instead.
-# (Nothing above imports httpx; the commands import it when they run.)
-sys.modules.setdefault("httpx._main", None)  # type: ignore[arg-type]
-
 log = logging.getLogger("sitemap_crawler")
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
@@ -46,6 +41,8 @@ app = typer.Typer(
     + EXIT_CODES_HELP,
     context_settings={"help_option_names": ["-h", "--help"]},
     pretty_exceptions_enable=False,
+    # plain help: the rich layout of typer 0.2x shows "<bool>" after every flag
+    rich_markup_mode=None,
 )
 
 
@@ -104,7 +101,7 @@ def list_sites() -> None:
         typer.echo(f"{site.name:24} {', '.join(site.sources)}\n{'':24} -> {site.base_dir} ({st})")
 
 
-@app.command()
+@app.command(short_help="Discover a site's URLs and write tickets.")
 def prepare(
     site: Annotated[str, typer.Argument(help="Site name from config.yaml.")],
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Discover and count; write "
@@ -142,7 +139,7 @@ def _discovery_progress(site: str) -> Iterator[Callable[[str], None]]:
         yield show
 
 
-@app.command()
+@app.command(short_help="Tickets, workers, speed and ETA of a site.")
 def status(
     site: Annotated[str, typer.Argument(help="Site name from config.yaml.")],
     as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
@@ -195,11 +192,14 @@ def _show_report(site: str, as_json: bool) -> None:
     typer.echo(json.dumps(rep, indent=2, sort_keys=True) if as_json else report.markdown(rep))
 
 
-def _work(names: list[str], workers: int) -> int:
-    """Work on the sites, then write the run's summary line (the last line of --log-file)."""
+def _work(names: list[str], workers: int, first: Callable[[], object] | None = None) -> int:
+    """Work on the sites, then write the run's summary line (the last line of --log-file),
+    also when ``first`` (crawl's prepare) fails."""
     done: dict[str, dict[str, object]] = {}
     code = EXIT_FAILED
     try:
+        if first is not None:
+            first()
         code = _work_sites(names, workers, done)
         return code
     except CrawlerError as e:
@@ -251,7 +251,7 @@ def _work_sites(names: list[str], workers: int, done: dict[str, dict[str, object
                 require_browser(site.settings)  # render: browser | auto: one-line error
                 active.append(site)
             else:
-                log.info("%s: no work left", site.name)
+                log.debug("%s: no work left", site.name)  # said once for the run, below
         if hups:
             active = [_reloaded(site) for site in active]
     finally:
@@ -326,7 +326,7 @@ DEFAULT_WORKERS = max(1, min(os.cpu_count() or 1, 8))
 WORKERS_HELP = "Worker processes (default: one per CPU core, at most 8)."
 
 
-@app.command()
+@app.command(short_help="Work on prepared tickets until none is left.")
 def work(
     sites: Annotated[list[str] | None, typer.Argument(help="Sites (default: every site with "
                                                       "work left).")] = None,
@@ -343,8 +343,8 @@ def crawl(
     full: Annotated[bool, typer.Option("--full", help="Re-fetch every URL.")] = False,
 ) -> None:
     """prepare + work for one site."""
-    prepare(site, dry_run=False, full=full)
-    raise typer.Exit(_work([site], workers))
+    raise typer.Exit(_work([site], workers,
+                           first=lambda: prepare(site, dry_run=False, full=full)))
 
 
 @app.command("crawl-all")
@@ -354,11 +354,13 @@ def crawl_all(
 ) -> None:
     """prepare + work for every configured site."""
     sites = Ctx.config().sites
-    if len(sites) == 1:
-        prepare(sites[0].name, dry_run=False, full=full)
-    else:
-        _prepare_all(sites, full)
-    raise typer.Exit(_work([s.name for s in sites], workers))
+
+    def prepare_all() -> None:
+        if len(sites) == 1:
+            prepare(sites[0].name, dry_run=False, full=full)
+        else:
+            _prepare_all(sites, full)
+    raise typer.Exit(_work([], workers, first=prepare_all))  # []: every site (all prepared)
 
 
 def _prepare_all(sites: list[Site], full: bool) -> None:
@@ -387,7 +389,7 @@ def _prepare_one(site: Site, full: bool) -> tuple[list[str], dict[str, int], str
     return list(res.warnings), dict(res.filtered), res.summary()
 
 
-@app.command()
+@app.command(short_help="Failed and dead workers' tickets -> pending.")
 def resume(
     site: Annotated[str, typer.Argument(help="Site name from config.yaml.")],
     workers: Annotated[int, typer.Option("--workers", "-w", help="Then work with this many "
@@ -417,7 +419,7 @@ def resume(
         raise typer.Exit(_work([site], workers))
 
 
-@app.command()
+@app.command(short_help="One row per URL: outcome, reason, file, validators.")
 def export(
     site: Annotated[str, typer.Argument(help="Site name from config.yaml.")],
     fmt: Annotated[str, typer.Option("--format", "-f", help="jsonl, csv or parquet (needs "
@@ -434,14 +436,18 @@ def export(
     typer.echo(f"{site}: {n} URLs -> {output}")
 
 
-@app.command()
+@app.command(short_help="Serve a built-in site on 127.0.0.1; crawl it.")
 def demo(
     workers: Annotated[int, typer.Option("--workers", "-w", help=WORKERS_HELP)] = DEFAULT_WORKERS,
     output: Annotated[Path, typer.Option(help="Where the demo's markdown and state go.")]
     = Path("demo-output"),
     pages: Annotated[int, typer.Option(help="Pages on the demo site.")] = 300,
     serve_only: Annotated[bool, typer.Option("--serve-only", help="Only serve the demo site "
-                                             "until Ctrl+C.")] = False,
+                                             "until Ctrl+C (on port 8765 unless --port: "
+                                             "config.yaml's local-demo).")] = False,
+    port: Annotated[int | None, typer.Option(help="Port on 127.0.0.1 to serve on (default: "
+                                             "8765 with --serve-only, else the last run's "
+                                             "or a free one).")] = None,
 ) -> None:
     """Serve a built-in documentation site on 127.0.0.1 and crawl it end to end.
 
@@ -450,7 +456,8 @@ def demo(
     """
     from sitemap_crawler.demo.run import run_demo
 
-    raise typer.Exit(run_demo(output, workers=workers, pages=pages, serve_only=serve_only))
+    raise typer.Exit(run_demo(output, workers=workers, pages=pages, serve_only=serve_only,
+                              port=port))
 
 
 def main() -> None:
@@ -473,12 +480,11 @@ def main() -> None:
             traceback.print_exc()
         sys.exit(1)
     except Exception as e:  # the CLI library's own usage errors, then real bugs
-        exc_mod = _cli_exceptions()
         if isinstance(e, typer.Exit):
             sys.exit(e.exit_code)
-        if isinstance(e, exc_mod.ClickException):
-            e.show()
-            sys.exit(2 if isinstance(e, exc_mod.UsageError) else 1)
+        if _usage_error(e):
+            e.show()  # type: ignore[attr-defined]
+            sys.exit(e.exit_code)  # type: ignore[attr-defined]
         if isinstance(e, typer.Abort):
             typer.echo("interrupted", err=True)
             sys.exit(130)
@@ -492,10 +498,8 @@ def main() -> None:
 
 
 
-def _cli_exceptions():  # type: ignore[no-untyped-def]
-    """typer >= 0.2x vendors click as typer._click; older typers use click itself."""
-    try:
-        from typer._click import exceptions
-    except ImportError:  # pragma: no cover - depends on the installed typer
-        from click import exceptions
-    return exceptions
+def _usage_error(e: Exception) -> bool:
+    """The CLI library's own errors (a bad option, a missing argument: exit 2) show
+    themselves and carry their exit code; told by that, not by a class of its private
+    modules (typer vendors click, older versions use click, which we do not declare)."""
+    return callable(getattr(e, "show", None)) and isinstance(getattr(e, "exit_code", None), int)

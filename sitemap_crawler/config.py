@@ -8,6 +8,7 @@ dataclasses: the rest of the code never looks at raw YAML.
 from __future__ import annotations
 
 import dataclasses
+import difflib
 import os
 import re
 import typing
@@ -335,6 +336,49 @@ GLOBAL_ONLY = {"log_max_size", "log_backups"}  # about the process, not about a 
 _SETTING_NAMES = {f.name for f in dataclasses.fields(Settings)}
 
 
+def _unknown(raw: Any, known: typing.Collection[str], key: str) -> list[str]:
+    """``key.k: unknown key`` for each key of mapping ``raw`` not in ``known``, with a
+    "did you mean" when one is close."""
+    if not isinstance(raw, dict):
+        return []  # a wrong type is reported where the value is read
+    out = []
+    for k in raw:
+        if k not in known:
+            close = difflib.get_close_matches(str(k), sorted(known), n=1, cutoff=0.6)
+            out.append(f"{key}{k}: unknown key" + (f" (did you mean {close[0]}?)" if close
+                                                  else ""))
+    return out
+
+
+def _unknown_settings(raw: Any, cls: type, key: str, extra: typing.Collection[str] = ()
+                      ) -> list[str]:
+    """Unknown keys of a settings mapping and of its nested sections (crawl_state, ...)."""
+    if not isinstance(raw, dict):
+        return []
+    hints = typing.get_type_hints(cls)
+    out = _unknown(raw, {*hints, *extra}, key)
+    for k, v in raw.items():
+        if k in hints and dataclasses.is_dataclass(hints[k]):
+            out += _unknown_settings(v, hints[k], f"{key}{k}.")
+    return out
+
+
+def _check_keys(data: dict[str, Any], path: Path) -> None:
+    """Every unknown key of the file in one line, so that one run finds them all."""
+    bad = _unknown(data, ("settings", "sites"), "")
+    bad += _unknown_settings(data.get("settings"), Settings, "settings.")
+    sites = data.get("sites") if isinstance(data.get("sites"), list) else []
+    for i, raw in enumerate(sites):
+        if not isinstance(raw, dict):
+            continue
+        name = raw.get("name")
+        key = f"sites[{name if isinstance(name, str) else i}]."
+        bad += _unknown_settings(raw, Settings, key, SITE_KEYS)
+        bad += _unknown(raw.get("filters"), ("include", "exclude"), f"{key}filters.")
+    if bad:
+        raise ConfigError(f"{path}: {'; '.join(bad)}")
+
+
 def parse_config(data: Any, path: Path) -> Config:
     """Validate the YAML tree ``data`` read from ``path``."""
     if data is None:
@@ -342,6 +386,7 @@ def parse_config(data: Any, path: Path) -> Config:
     if not isinstance(data, dict):
         raise ConfigError(f"{path}: top level: expected a mapping with 'settings' and 'sites'")
     data = expand_env(data, "", path)
+    _check_keys(data, path)
     for k in data:
         if k not in ("settings", "sites"):
             raise ConfigError(f"{path}: {k}: unknown key (known: settings, sites)")

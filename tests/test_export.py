@@ -53,7 +53,7 @@ def test_export_has_one_row_per_url_with_its_reason_and_duckdb_reads_it(crawled,
     assert page[0][:2] == ("written", "") and page[0][2] == 200
     assert page[1][:2] == ("skipped", "robots")
     assert page[2][:2] == ("excluded", "filter")
-    assert page[3][:3] == ("removed", "http_404", 404)
+    assert page[3][:3] == ("not_found", "http_404", 404)
     assert page[4][:2] == ("skipped", "noindex")
     assert rows[urls[0] + "#top"][:2] == ("excluded", "duplicate")
     assert rows["https://elsewhere.invalid/x.html"][:2] == ("excluded", "other_host")

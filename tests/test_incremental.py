@@ -163,7 +163,7 @@ def test_sitemaps_are_read_again_conditionally_and_kept_copies_used(server, tmp_
     text = crawl(cfg)  # the sitemap did not change: 304, and its kept copy lists all 6
     hits = server.hits("/sitemap.xml")
     assert len(hits) == 2 and "if-none-match" in hits[1].headers
-    assert "found 6 URLs in 1 file(s), 1 unchanged since the last read" in text, text
+    assert "found 6 URLs in 1 file, 1 unchanged since the last read" in text, text
     assert "unchanged 6 (304)" in text
     server.route("/docs/page-6.html", Response(body=page_html(6), etag=True))
     server.route("/sitemap.xml", sitemap([*urls, server.url("/docs/page-6.html")]))

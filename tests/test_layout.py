@@ -7,6 +7,9 @@ so the layout stays the picture the README draws.
 from __future__ import annotations
 
 import ast
+import re
+import sys
+import tomllib
 from pathlib import Path
 
 import sitemap_crawler
@@ -82,3 +85,36 @@ def test_the_public_api_is_what_all_lists():
     assert names == {"__version__", *sitemap_crawler._API}
     for name in names:
         assert getattr(sitemap_crawler, name) is not None
+
+
+# import name -> the distribution pyproject.toml declares it under
+_DIST = {"yaml": "pyyaml"}
+
+
+def _third_party() -> dict[str, list[str]]:
+    """Module imported -> the files importing it, for modules outside the stdlib and us."""
+    out: dict[str, list[str]] = {}
+    for path in sorted(PKG.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            names = ([node.module] if isinstance(node, ast.ImportFrom) and node.module
+                     and node.level == 0 else [a.name for a in node.names]
+                     if isinstance(node, ast.Import) else [])
+            for m in names:
+                if m.split(".")[0] not in sys.stdlib_module_names | {"sitemap_crawler"}:
+                    out.setdefault(m, []).append(str(path.relative_to(PKG)))
+    return out
+
+
+def test_every_imported_package_is_declared_and_none_is_imported_privately():
+    meta = tomllib.loads((PKG.parent / "pyproject.toml").read_text())["project"]
+    declared = {re.split(r"[<>=!~\[ ;]", d)[0].lower() for d in [
+        *meta["dependencies"], *(d for ds in meta["optional-dependencies"].values()
+                                 for d in ds)]}
+    imported = _third_party()
+    undeclared = {m: f for m, f in imported.items()
+                  if _DIST.get(m.split(".")[0], m.split(".")[0]).lower() not in declared}
+    private = {m: f for m, f in imported.items()
+               if any(p.startswith("_") for p in m.split(".")[1:])}
+    assert undeclared == {} and private == {}
+    source = "\n".join(p.read_text() for p in PKG.rglob("*.py"))
+    assert "httpx._main" not in source and "typer._click" not in source

@@ -7,20 +7,25 @@ Rows stream from the files to the writer, so a million URLs never sit in memory 
 (the index's base is read entry by entry and its segments folded in,
 :func:`protocol.index.iter_view`; a 64-bit hash per URL remembers what was written).
 
-Columns (stable; DuckDB and pandas read every format as is)::
+Columns (stable; DuckDB and pandas read every format as is, with the same types)::
 
     url, outcome, reason, status_code, title, file_path, content_hash, etag,
     last_modified, fetched_at, bytes, depth, source
 
-``outcome`` is one of written, unchanged, skipped, failed, removed, excluded, pending;
-``reason`` says why (robots, noindex, non_canonical, not_modified, same_content, http_404,
-too_short, filter, duplicate, ...), empty when the page was written.
+``outcome`` is one of written, unchanged, skipped, failed, removed, not_found, excluded,
+pending; ``reason`` says why (robots, noindex, non_canonical, not_modified, same_content,
+http_404, too_short, redirect_loop, filter, duplicate, ...), empty when the page was written.
+Types: ``status_code``, ``bytes`` and ``depth`` are integers (``depth`` always has one: 0
+for a URL a sitemap, feed, llms.txt or the start page lists, n for one found n links
+away); ``fetched_at`` is a UTC timestamp (ISO 8601 text in JSON lines and CSV, a
+timestamp in Parquet), no value for a URL not fetched yet; the rest are text.
 """
 
 from __future__ import annotations
 
 import csv
 from collections.abc import Iterator
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -62,10 +67,14 @@ def rows(site: Site) -> Iterator[dict[str, Any]]:
     for rec in _excluded(state):
         if written.add(rec["url"]):  # False: the index had it (or it was excluded twice)
             yield {**_EMPTY, "url": rec["url"], "outcome": "excluded",
-                   "reason": rec.get("reason") or "", "source": rec.get("source") or ""}
+                   "reason": rec.get("reason") or "", "source": rec.get("source") or "",
+                   "depth": int(rec.get("depth") or 0)}
 
 
-_EMPTY: dict[str, Any] = dict.fromkeys(COLUMNS, "") | dict.fromkeys(_INT_COLUMNS)
+# Typed columns have no value rather than "" (so DuckDB infers the same type from every
+# format); text columns are "" when empty.
+_EMPTY: dict[str, Any] = (dict.fromkeys(COLUMNS, "") | dict.fromkeys(_INT_COLUMNS)
+                          | {"fetched_at": None})
 
 
 def index_row(url: str, e: dict[str, Any], base_dir: Path) -> dict[str, Any]:
@@ -80,8 +89,8 @@ def index_row(url: str, e: dict[str, Any], base_dir: Path) -> dict[str, Any]:
         "file_path": file_path if outcome != "pending" else "",
         "content_hash": e.get("content_hash") or "", "etag": e.get("etag") or "",
         "last_modified": e.get("last_modified") or "",
-        "fetched_at": e.get("last_crawled") or "", "bytes": e.get("bytes"),
-        "depth": e.get("depth"), "source": e.get("found_on") or e.get("source") or "",
+        "fetched_at": e.get("last_crawled") or None, "bytes": e.get("bytes"),
+        "depth": int(e.get("depth") or 0), "source": e.get("found_on") or e.get("source") or "",
     }
 
 
@@ -89,6 +98,8 @@ def outcome_reason(e: dict[str, Any]) -> tuple[str, str]:
     """(outcome, reason) of an index entry or a journal record, as the table says them: the
     one mapping from what the worker recorded, shared by export and the crawl report."""
     kind = str(e.get("outcome") or "")
+    if kind == "gone":  # a 404/410 for a URL with no file: the summary's "not found"
+        return "not_found", _http(e) or "gone"
     if e.get("removed"):
         return "removed", str(e.get("removed_reason") or "")
     if kind in ("new", "changed"):
@@ -101,8 +112,6 @@ def outcome_reason(e: dict[str, Any]) -> tuple[str, str]:
         return "skipped", kind.split(":", 1)[1]
     if kind in ("failed", "failed_permanent"):
         return "failed", str(e.get("error") or _http(e) or "error")
-    if kind == "gone":
-        return "removed", _http(e) or "gone"
     if kind == QUEUED:
         return "pending", "not_crawled_yet"
     return "failed", kind or "unknown"
@@ -160,13 +169,14 @@ def _write_parquet(items: Iterator[dict[str, Any]], path: Path) -> int:
     except ImportError:
         raise UserError("--format parquet needs pyarrow: pip install "
                         "'sitemap-crawler[parquet]'") from None
-    schema = pa.schema([(c, pa.int64() if c in _INT_COLUMNS else pa.string())
+    schema = pa.schema([(c, pa.int64() if c in _INT_COLUMNS else
+                         pa.timestamp("s", tz="UTC") if c == "fetched_at" else pa.string())
                         for c in COLUMNS])
     n = 0
     with pq.ParquetWriter(str(path), schema) as w:
         batch: list[dict[str, Any]] = []
         for row in items:
-            batch.append(row)
+            batch.append({**row, "fetched_at": _timestamp(row["fetched_at"])})
             if len(batch) >= PARQUET_BATCH:
                 w.write_table(pa.Table.from_pylist(batch, schema=schema))
                 n += len(batch)
@@ -175,3 +185,11 @@ def _write_parquet(items: Iterator[dict[str, Any]], path: Path) -> int:
             w.write_table(pa.Table.from_pylist(batch, schema=schema))
             n += len(batch)
     return n
+
+
+def _timestamp(stamp: str | None) -> datetime | None:
+    """An ISO 8601 UTC stamp as Parquet's timestamp; None when there is none (or not one)."""
+    try:
+        return datetime.fromisoformat(stamp).astimezone(UTC) if stamp else None
+    except ValueError:
+        return None

@@ -136,19 +136,25 @@ class PrepareResult:
         unchanged = (f", {self.sitemaps_not_modified} unchanged since the last read"
                      if self.sitemaps_not_modified else "")
         gone = "would be removed" if self.dry_run else "removed"
-        return (f"{self.site}: found {self.found} URLs in {self.sitemaps_read} file(s)"
+        read = f" in {_n(self.sitemaps_read, 'file')}" if self.sitemaps_read else ""
+        return (f"{self.site}: found {_n(self.found, 'URL')}{read}"
                 f"{unchanged}; "
                 f"{filt} filtered, {self.duplicates} duplicate, {self.cross_host} other-host, "
                 f"{self.invalid} invalid, {self.already_queued} already queued, "
                 f"{self.fresh} fresh"
                 + (f", {self.done_in_round} done in the unfinished crawl"
                    if self.done_in_round else "")
-                + f"; {verb} {self.tickets} tickets for {self.kept} URLs "
+                + f"; {verb} {_n(self.tickets, 'ticket')} for {_n(self.kept, 'URL')} "
                 f"({self.new} new, {self.due_again} due again)"
                 + (f"; {self.removed} {gone}" if self.removed else "")
                 + (f"; {self.bytes_saved / 1e6:.1f} MB not downloaded (fresh per the sitemap)"
                    if self.bytes_saved else "")
                 + f" in {self.seconds:.1f}s")
+
+
+def _n(count: int, word: str) -> str:
+    """``1 URL``, ``2 URLs``: a count a user reads, in the right number."""
+    return f"{count} {word}" if count == 1 else f"{count} {word}s"
 
 
 def http_client(site: Site, gate: HostGate | None = None) -> httpx.Client:
@@ -630,6 +636,8 @@ class _Prepare:
             entry["depth"] = depth
         if prior:
             entry["prior"] = {k: prior[k] for k in _CARRY if prior.get(k) is not None}
+            if str(prior.get("outcome") or "").startswith("skipped:"):  # a 304 may keep why
+                entry["prior"]["outcome"] = prior["outcome"]
         if new:
             res.new += 1
             tickets.add_new(entry)

@@ -366,7 +366,9 @@ def summary(site: str, t: Counter[str]) -> str:
             f"failed {failed}, skipped {sum(skipped.values())} ({skip_txt}); "
             f"{t['bytes'] / 1e6:.1f} MB downloaded, {t['bytes_saved'] / 1e6:.1f} MB saved by "
             "conditional requests" + (f"; stopped: {t['stopped']} reached, the rest waits for "
-                                      "the next run" if t.get("stopped") else ""))
+                                      "the next run" if t.get("stopped") else "")
+            + ("; interrupted: the rest waits for the next run" if t.get("interrupted")
+               else ""))
 
 
 def summary_fields(t: Counter[str]) -> dict[str, Any]:

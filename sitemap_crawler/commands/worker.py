@@ -69,6 +69,8 @@ EMA_ALPHA = 0.3  # weight of the newest observation in change_frequency (seed 00
 _CARRY = ("content_hash", "raw_hash", "file_path", "last_changed", "changes_detected",
           "change_frequency", "rendered", "render_reason")
 _HISTORY = ("last_changed", "changes_detected", "change_frequency")
+# Skips decided from a page's body: a 304 (the same body) keeps them.
+_BODY_SKIPS = ("skipped:noindex", "skipped:non_canonical", "skipped:too_short")
 VALIDATORS_LIE = "validators-lie"  # in hosts/<host>/: this host's ETags are not trusted
 
 
@@ -438,18 +440,23 @@ class Worker:
         """Which step decides this URL, by what the fetch came to."""
         carry = {k: prior[k] for k in _CARRY if k in prior}
         if r.outcome == "not_modified":
-            return Outcome("unchanged_304", "not_modified", {
+            out = Outcome("unchanged_304", "not_modified", {
                 **carry, "etag": r.etag or prior.get("etag"),
                 "last_modified": r.last_modified or prior.get("last_modified"),
                 "status_code": 304, "size": prior.get("size")},
                 # a 304 saved the whole body: its size is what the last 200 brought
                 saved=int(prior.get("size") or 0))
+            kind = str(prior.get("outcome") or "")
+            if kind in _BODY_SKIPS:  # the same body: skipped for the same reason
+                return replace(out, kind=kind, progress=kind, reason=kind.split(":", 1)[1])
+            return out
         if r.outcome == "ok":
             return self._store(r, url, entry, prior, carry, now)
         if r.outcome == "permanent":
             if r.status in (404, 410):
                 return self._gone(prior, now, f"http_{r.status}", f"permanent:{r.reason}")
-            return Outcome("failed_permanent", f"permanent:{r.reason}", carry, r.reason)
+            return Outcome("failed_permanent", f"permanent:{r.reason}",
+                           {**carry, "error": r.reason}, r.reason)
         if r.outcome == "skipped":
             return Outcome(f"skipped:{r.reason}", f"skipped:{r.reason}",
                            {**carry, "skipped": r.reason}, r.reason)

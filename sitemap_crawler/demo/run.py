@@ -21,13 +21,19 @@ from sitemap_crawler.commands.prepare import prepare
 from sitemap_crawler.commands.work import run_site, summary
 from sitemap_crawler.config import Settings, load_config
 from sitemap_crawler.demo import site as demosite
+from sitemap_crawler.errors import UserError
 from sitemap_crawler.fetch.browser import BrowserMissing, require_browser
 
 log = logging.getLogger(__name__)
 
 
+# The port `demo --serve-only` serves on unless told otherwise: config.yaml's local-demo
+# site crawls http://127.0.0.1:8765/ (tests/test_demosite.py holds the two together).
+SERVE_PORT = 8765
+
+
 def run_demo(output: Path, *, workers: int = 4, pages: int = 300,
-             serve_only: bool = False) -> int:
+             serve_only: bool = False, port: int | None = None) -> int:
     output = output.resolve()
     output.mkdir(parents=True, exist_ok=True)
     meta_path = output / "demo.json"
@@ -41,9 +47,18 @@ def run_demo(output: Path, *, workers: int = 4, pages: int = 300,
     # previous run's crawl, as on a real site edited between two crawls.
     epoch = datetime.now(UTC).replace(microsecond=0) - timedelta(days=generation)
     site = demosite.generate(generation=generation, pages=pages, epoch=epoch)
+    if port is not None and not 0 < port < 65536:
+        raise UserError(f"--port: expected 1-65535, got {port}")
+    if port is None and serve_only:
+        port = SERVE_PORT
     try:
-        server = demosite.serve(site, port=int(meta.get("port") or 0))
-    except OSError:
+        server = demosite.serve(site, port=int(port if port is not None
+                                               else meta.get("port") or 0))
+    except OSError as e:
+        if port is not None:  # asked for: say so rather than serve where nobody looks
+            raise UserError(f"demo: cannot serve on 127.0.0.1:{port} ({e.strerror}); choose "
+                            "another with --port (and the same port in the config that "
+                            "crawls it, as local-demo's source in config.yaml)") from None
         log.warning("port %s is busy: serving on a new port, so this run cannot be incremental",
                     meta.get("port"))
         server = demosite.serve(site, port=0)

@@ -4,16 +4,20 @@ The llms.txt format is markdown: an H1 title, an optional ``>`` summary, free te
 H2 sections whose list items are ``- [name](url): notes``; a section named ``Optional``
 marks links a reader may skip.  Real files stray from it (links outside lists, numbered
 lists, code blocks, bare URLs), so the parser takes every list-item link and every bare
-URL line, ignores everything else, and never fails on a line.  Relative links resolve
-against the file's own URL.  A plain-text sitemap (one URL per line) is the degenerate
-case and comes out of the same parser.
+URL line (and ``- Name: https://...`` items), ignores everything else, and never fails on
+a line.  Relative links resolve against the file's own URL; a scheme is case-insensitive
+(``Https://`` is ``https://``).  Links to more llms files (``/llms-en.txt``) are read as
+llms files by discover/sources.py, not crawled as pages.  A plain-text sitemap (one URL
+per line) is the degenerate case and comes out of the same parser.
 
 **llms-full.txt** is not an index but the pages themselves, concatenated as markdown.  Its
 links are the pages' own links (relative ones meant for each page, not for the file), so in
 this mode only the markers that say where a page came from are URLs.  Real files mark a page
 with a heading followed by a ``Source: URL`` line (Mintlify, and the files that copied it),
 ``URL: /path`` (then a ``Source:`` names the raw source file: ``URL:`` wins), a YAML front
-matter block with ``url:``/``source:``, or a heading that is itself the page's URL.  A file
+matter block with ``url:``/``source:`` (quoted or not), or a heading that is itself the
+page's URL.  A file named like an llms-full.txt that shows no page at all but a list of
+links is an llms.txt under the other name, and read as one.  A file
 named ``llms-full*.txt`` or ``llms-ctx-full*.txt`` is read this way from its first line; any
 other text file switches to it at the first heading + ``Source:``/``URL:`` header.
 
@@ -38,11 +42,13 @@ _LIST = re.compile(r"(?:[-*+]|\d{1,9}[.)])\s+(.*)$")
 _LINK = re.compile(r"\[((?:[^\[\]]|\[[^\[\]]*\])*)\]"
                    r"\(\s*(<[^<>]*>|[^\s()]+(?:\([^\s()]*\)[^\s()]*)*)"
                    r"(?:\s+(?:\"[^\"]*\"|'[^']*'|\([^()]*\)))?\s*\)")
-_BARE = re.compile(r"(?:<)?(https?://[^\s<>]+?)(?:>)?")
+_BARE = re.compile(r"(?:<)?((?i:https?)://[^\s<>]+?)(?:>)?")  # schemes are case-insensitive
+# "- Name: https://..." and "- Name: <https://...> - notes" (a list item naming its link)
+_NAMED = re.compile(r"[^:\[\]()<>]{1,200}?:\s+<?((?i:https?)://[^\s<>]+?)>?(?:\s+[-:–—]\s.*)?")
 _MD_INLINE = re.compile(r"[*_`]+")
 # "Source: https://...", "URL: /docs/x", "**Source:** <https://...>" (a page's header line)
-_MARKER = re.compile(r"[*_]*(source|url)[*_]*\s*:[*_]*\s*<?((?:https?://|/)[^\s<>]*)>?\s*",
-                     re.I)
+_MARKER = re.compile(r"[*_]*(source|url)[*_]*\s*:[*_]*\s*[<\"']?((?:https?://|/)[^\s<>\"']*)"
+                     r"[>\"']?\s*", re.I)  # YAML front matter quotes its value
 _URL_HEADING = re.compile(r"#{1,6}\s+<?(https?://[^\s<>]+|/[^\s<>]*)>?\s*")
 _FULL_NAME = re.compile(r"llms(?:-ctx)?-full[^/]*\.txt$", re.I)
 
@@ -97,6 +103,7 @@ class TextParser:
         self._fence: str | None = None
         self._partial = b""
         self._skipping = False  # inside an over-long line
+        self._listed: list[tuple[str, str | None]] = []  # llms-full: list links, no page yet
 
     @property
     def kind(self) -> str:
@@ -128,7 +135,23 @@ class TextParser:
             self._line(self._partial, out)
         self._partial = b""
         self._end_header(out)
+        if not self.items and self._listed:  # named llms-full but an llms.txt list of links
+            self.full, self.markdown = False, True
+            for target, title in self._listed:
+                self._emit(target, title, out)
+        self._listed = []
         return out
+
+    def _list_link(self, line: str) -> None:
+        """Keep a list item's link of an llms-full.txt that has shown no page yet: a file
+        with no page at all is an llms.txt under the other name (bounded: ``max_items``)."""
+        m = _LIST.match(line)
+        link = _LINK.match(m.group(1)) if m is not None else None
+        if link is not None and len(self._listed) < self.max_items:
+            target = link.group(2)
+            if target.startswith("<"):
+                target = target[1:-1].strip().replace(" ", "%20")
+            self._listed.append((target, _MD_INLINE.sub("", link.group(1)).strip() or None))
 
     def _line(self, raw: bytes, out: list[Entry]) -> None:
         if len(raw) > _MAX_LINE:
@@ -155,6 +178,8 @@ class TextParser:
             if line == "---":
                 self._front = True  # a page's front matter, or a rule between pages
                 self._heading_level = 0
+            elif not self.items:
+                self._list_link(line)
             return  # page text: its links belong to the page, not to the crawl
         m = _QUOTE.match(line)
         if m is not None:
@@ -176,6 +201,11 @@ class TextParser:
         bare = _BARE.fullmatch(body)
         if bare is not None:
             self._emit(bare.group(1), None, out)
+            return
+        named = _NAMED.fullmatch(body) if m is not None else None
+        if named is not None:
+            self.markdown = True
+            self._emit(named.group(1), body.partition(":")[0].strip() or None, out)
             return
         self.ignored_lines += 1
 
@@ -261,6 +291,9 @@ class TextParser:
                 url = urljoin(self.source, target)
             except ValueError:
                 url = target
+            scheme, sep, rest = url.partition("://")
+            if sep and scheme.lower() in ("http", "https"):
+                url = scheme.lower() + sep + rest  # Https://host/ is https://host/
         self.items += 1
         out.append(Entry(url, None, None, None, self.source, title=title,
                          section=self._section, optional=self._optional))

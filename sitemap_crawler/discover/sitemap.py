@@ -33,6 +33,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from itertools import repeat
 from typing import TYPE_CHECKING, Any
+from urllib.parse import urljoin
 
 if TYPE_CHECKING:
     from lxml import etree
@@ -338,6 +339,8 @@ _FIELDS = {"urlset": ("loc", "lastmod", "changefreq", "priority"),
            "sitemapindex": ("loc", "lastmod"), "rss": ("link", "guid", "pubDate", "title"),
            "atom": ("link", "updated", "published", "title")}
 _DC_DATE = "{http://purl.org/dc/elements/1.1/}date"
+_XML_BASE = "{http://www.w3.org/XML/1998/namespace}base"
+_ABSOLUTE = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]*:")
 _RSS1 = "{http://purl.org/rss/1.0/}"  # RSS 1.0 items live here, not in the root's RDF namespace
 _XML_START = re.compile(rb"(?:\xef\xbb\xbf)?[ \t\r\n]*")
 _SNIFF_LIMIT = 1 << 20  # the root element must start within the first MiB
@@ -557,6 +560,21 @@ class _Lxml:
                 del node[:-1]
             node = node[-1]
 
+    def _absolute(self, href: str, *nodes: etree._Element) -> str:
+        """An Atom href resolved against the ``xml:base`` of the feed, entry and link (each
+        relative to the one above), starting from the feed's own URL (RFC 4287 sec. 4.2.7)."""
+        if _ABSOLUTE.match(href):
+            return href
+        base = self.o.source
+        for node in (self.root, *nodes):
+            b = node.get(_XML_BASE) if node is not None else None
+            if b:
+                base = urljoin(base, b.strip())
+        try:
+            return urljoin(base, href)
+        except ValueError:
+            return href  # counted as invalid by the caller
+
     def _entry(self, item: etree._Element) -> Entry:
         fields = self.fields if item.tag == self.item_tag else self._fields_for(item.tag)
         f: dict[str, str] = {}
@@ -567,7 +585,7 @@ class _Lxml:
             if name == "link" and self.o.kind == "atom":
                 href, rel = c.get("href"), c.get("rel")
                 if href and rel in (None, "alternate") and "link" not in f:
-                    f["link"] = href
+                    f["link"] = self._absolute(href.strip(), item, c)
             elif name not in f or name != "date":
                 f[name] = c.text or ""
         kind, src = self.o.kind, self.o.source

@@ -70,6 +70,7 @@ _ROBOTS_LINE = re.compile(
 _SITEMAP_LINE = re.compile(r"(?i)[\s\ufeff]*site-?map\s*:\s*(\S+)")
 _TEXT_KINDS = ("llms", "llms-full", "text")
 _PAGE_KINDS = {"urlset", "rss", "atom", *_TEXT_KINDS}
+_LLMS_FILE = re.compile(r"/llms(?:-[^/]*)?\.txt$", re.I)  # /llms-en.txt, /llms-full.txt
 
 
 @dataclass
@@ -207,6 +208,7 @@ class _Run:
         self._set_hosts({host_of(src)})
         self.failures = self.loops = 0
         self.seen_here = set()
+        invalid_before, cross_before = self.stats.invalid_urls, self.stats.cross_host
         parts = urlsplit(src)
         if parts.path in ("", "/") and not parts.query:
             found = yield from self._site(f"{parts.scheme}://{parts.netloc}", src)
@@ -220,6 +222,13 @@ class _Run:
             what = (f"{self.failures} sitemap(s) failed" if self.failures else
                     f"{self.loops} sitemap(s) skipped as loops")
             raise DiscoveryError(f"{src}: no URLs found, {what} (last: {first})")
+        invalid = self.stats.invalid_urls - invalid_before
+        if found == 0 and invalid:  # nothing to crawl is a failure a cron job must see
+            other = self.stats.cross_host - cross_before
+            what = (f"all {invalid} entries are invalid" if not other else
+                    f"{invalid} entries are invalid and {other} on other hosts")
+            raise DiscoveryError(f"{src}: no usable URLs: {what} (not absolute http(s) "
+                                 "URLs), so there is nothing to crawl")
 
     def _root(self, url: str) -> Generator[Batch, None, int]:
         out = yield from self._document(url, role="root")
@@ -233,7 +242,8 @@ class _Run:
             raise DiscoveryError(f"{url}: {out.warning}")
         if out.kind in _TEXT_KINDS and out.urls == 0 and out.cross_host:
             raise DiscoveryError(f"{url}: {_all_off_host(out)}")
-        if out.kind in _TEXT_KINDS and out.urls == 0 and not self.stats.invalid_urls:
+        if out.kind in _TEXT_KINDS and out.urls == 0 and not self.stats.invalid_urls \
+                and not out.children:
             if out.kind == "llms-full":
                 raise DiscoveryError(f"{url}: no pages found in this llms-full.txt (expected "
                                      "'Source: URL' lines or headings that are URLs)")
@@ -259,9 +269,9 @@ class _Run:
         llms = yield from self._document(origin + "/llms.txt", role="llms")
         if not found and llms.error is not None:  # the pages themselves, as a last resort
             llms = yield from self._document(origin + "/llms-full.txt", role="llms")
-        if llms.error is None and (llms.urls or not llms.cross_host):
+        if llms.error is None and (llms.urls or llms.children or not llms.cross_host):
             found = True
-            total += llms.urls
+            total += llms.urls + (yield from self._children(llms, depth=0))
         if not found and llms.error is None:
             raise DiscoveryError(f"{src}: no sitemap found, and /llms.txt: {_all_off_host(llms)}")
         if not found:
@@ -273,22 +283,26 @@ class _Run:
         return total
 
     def _children(self, out: _Outcome, depth: int) -> Generator[Batch, None, int]:
-        """Walk what an index or robots.txt points to (robots.txt adds no nesting level)."""
+        """Walk what an index, robots.txt or an llms.txt naming more llms files points to
+        (robots.txt adds no nesting level)."""
+        role = "llms" if out.kind in _TEXT_KINDS else "child"
         if out.kind == "robots":
             nested = depth
-        elif out.kind == "sitemapindex":
+        elif out.kind == "sitemapindex" or (role == "llms" and out.children):
             nested = depth + 1
             if nested > self.s.max_sitemap_depth:
                 self.failures += 1
-                self.stats.warn(f"{out.url}: sitemap index nested deeper than "
-                                f"max_sitemap_depth ({self.s.max_sitemap_depth}); "
-                                f"{len(out.children)} child sitemap(s) skipped")
+                what = "sitemap index" if role == "child" else "llms.txt"
+                files = "sitemap(s)" if role == "child" else "llms file(s)"
+                self.stats.warn(f"{out.url}: {what} nested deeper than max_sitemap_depth "
+                                f"({self.s.max_sitemap_depth}); {len(out.children)} child "
+                                f"{files} skipped")
                 return 0
         else:
             return 0
         total = 0
         for child in out.children:
-            sub = yield from self._document(child, role="child")
+            sub = yield from self._document(child, role=role)
             if sub.error is not None:
                 continue
             total += sub.urls + (yield from self._children(sub, depth=nested))
@@ -345,7 +359,9 @@ class _Run:
             resp.close()
         if self.progress is not None:
             self.progress(f"{out.kind} {final}: {out.urls} URLs"
-                          + (f", {len(out.children)} sitemaps" if out.children else ""))
+                          + (f", {len(out.children)} "
+                             f"{'llms files' if out.kind in _TEXT_KINDS else 'sitemaps'}"
+                             if out.children else ""))
         return out
 
     def _loop(self, out: _Outcome, warning: str, role: str, key: str) -> _Outcome:
@@ -497,6 +513,11 @@ class _Run:
             return items
         if isinstance(items, Columns):
             items = list(items)
+        if out.kind in _TEXT_KINDS:  # links to more llms files are read, not crawled
+            nested = [e for e in items if _LLMS_FILE.search(urlsplit(e.url).path)]
+            if nested:
+                out.children += [e.url for e in nested if same_host(e.url, self.hosts)]
+                items = [e for e in items if not _LLMS_FILE.search(urlsplit(e.url).path)]
         if out.kind in _PAGE_KINDS:
             if out.kind == "llms" and self.s.skip_optional:
                 n = len(items)

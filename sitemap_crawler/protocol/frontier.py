@@ -29,7 +29,12 @@ Design (written before the code; the invariants are F1-F5):
   stops, so the links of its last page are never left behind; if it is killed first, the
   next ``work``/``prepare``/``crawl`` folds them.
 * **Depth and caps (F4).**  A link's depth is its page's depth + 1; pages at ``max_depth``
-  record no links.  The frontier adds no URL once the index holds ``max_urls_per_site`` entries.
+  record no links.  Depth is the shortest path found: workers on many machines find links in
+  no set order, so a URL first queued at depth 3 may be found at depth 2 later; the fold then
+  lowers its depth in the index (written with the fold), and :func:`index.apply` keeps the
+  smaller depth when a record carries its ticket's older one.  (A page ticketed deeper than it
+  is may still record no links at ``max_depth``.)  The frontier adds no URL once the index
+  holds ``max_urls_per_site`` entries.
 * **Re-crawls (F5).**  Known pages are revalidated with conditional GETs through prepare (the
   index remembers each URL's depth); a 304 has no body and so no links, which is right: an
   unchanged page links to what was already found.  New pages are found on changed pages.
@@ -67,6 +72,7 @@ class Frontier:
         self.dir = state.root / "frontier"
         self.added = 0
         self.over_cap = 0
+        self.shallower: list[str] = []  # known URLs the last fold found a shorter path to
 
     # -- F2: replay ---------------------------------------------------------------------------
     def replay(self, idx: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
@@ -92,11 +98,19 @@ class Frontier:
             known = {self.key(u) for u in idx}
         total = len(idx)
         new: list[dict[str, Any]] = []
+        self.shallower = []
         for rec in records:
-            depth = int(rec.get("depth") or 0) + 1
+            here = (idx.get(rec["url"]) or {}).get("depth")  # F4: maybe lowered since ticketed
+            depth = min(int(rec.get("depth") or 0), int(here) if here is not None
+                        else 1 << 30) + 1
             for link in rec.get("links") or ():
                 k = self.key(link)
                 if k in known:
+                    old = idx.get(link)
+                    if old is not None and old.get("depth") is not None \
+                            and int(old["depth"]) > depth:
+                        old["depth"] = depth  # a shorter path to a known URL (F4)
+                        self.shallower.append(link)
                     continue
                 known.add(k)
                 if self.cap and total >= self.cap:

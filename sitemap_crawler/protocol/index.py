@@ -242,6 +242,8 @@ def apply(idx: Index, rec: dict[str, Any]) -> None:
     if old:
         merged = dict(old)
         merged.update(entry)
+        if old.get("depth") is not None and entry.get("depth") is not None:
+            merged["depth"] = min(old["depth"], entry["depth"])  # the shortest path (F4)
         entry = merged
     idx[url] = entry
 
@@ -392,6 +394,8 @@ def _merge(state: StateDir, worker_id: str, is_gone: Callable[[str], bool],
                 for u in (it or {}).get("urls") or ():
                     seg += orjson.dumps({"url": u["url"], **v.idx[u["url"]]})
                     seg += b"\n"
+            for url in frontier.shallower if frontier is not None else ():  # F4: depth lowered
+                seg += orjson.dumps({"url": url, **v.idx[url]}) + b"\n"
         written = (_write_segment(state, worker_id, seg, lock.check, journals=upto)
                    if seg else None)
         del seg  # a compaction below may need the memory
