@@ -80,9 +80,10 @@ def run_ours(cfg: Path, workers: int, ng: Nginx) -> dict[str, Any]:
     prep_cpu = _children_cpu() - cpu0
     ng.status_counts(reset=True)  # the server counts cover work alone
     cpu0 = _children_cpu()
-    wall, out = _cli(cfg, "work", "bench", "--workers", str(workers))
+    flags = ["--workers", str(workers)] if workers else []
+    wall, out = _cli(cfg, "work", "bench", *flags)
     cpu = _children_cpu() - cpu0
-    return {"tool": f"sitemap-crawler work --workers {workers}", "seconds": round(wall, 2),
+    return {"tool": f"sitemap-crawler work {' '.join(flags)}".strip(), "seconds": round(wall, 2),
             "prepare_seconds": round(prep_wall, 2), "prepare_cpu_seconds": round(prep_cpu, 2),
             "cpu_seconds_all": round(cpu, 2), "summary": out.splitlines()[-1] if out else ""}
 
@@ -102,7 +103,10 @@ def main() -> None:
     ap.add_argument("--shapes", default="docs,long", help="comma list of docs,long")
     ap.add_argument("--pages", type=int, default=5000)
     ap.add_argument("--rounds", type=int, default=3)
-    ap.add_argument("--workers", type=int, default=4)
+    ap.add_argument("--workers", type=int, default=0,
+                    help="work --workers N (0: no flag, the default of one per core)")
+    ap.add_argument("--scrapy-whole-page", dest="scrapy_main", action="store_false",
+                    help="Scrapy converts the whole page (before issue 18: unequal work)")
     ap.add_argument("--workdir", type=Path, default=None)
     ap.add_argument("--skip-scrapy", action="store_true")
     a = ap.parse_args()
@@ -154,7 +158,7 @@ def main() -> None:
                         rec["files"] = sum(1 for _ in (out / "md").rglob("*.md"))
                     else:
                         cpu0 = _children_cpu()
-                        rec = scrapy("md", base, out)
+                        rec = scrapy("md", base, out, main_only=a.scrapy_main)
                         rec["cpu_seconds_all"] = round(_children_cpu() - cpu0, 2)
                     srv = server_view(ng)
                     pages = srv["pages_reached"]

@@ -115,12 +115,14 @@ def md_mtimes(root: Path) -> dict[str, int]:
     return {str(p): p.stat().st_mtime_ns for p in root.rglob("*.md")}
 
 
-def scrapy(kind: str, base: str, out: Path, httpcache: Path | None = None) -> dict[str, Any]:
+def scrapy(kind: str, base: str, out: Path, httpcache: Path | None = None,
+           main_only: bool = False) -> dict[str, Any]:
     args = [sys.executable, "-c",
             "import json,sys; from bench.scrapy_baseline import crawl; from pathlib import Path;"
             "print(json.dumps(crawl(sys.argv[1], Path(sys.argv[2]), markdown=sys.argv[3]=='md',"
-            " httpcache=Path(sys.argv[4]) if sys.argv[4] else None)))",
-            base, str(out), kind, str(httpcache or "")]
+            " httpcache=Path(sys.argv[4]) if sys.argv[4] else None,"
+            " main_only=sys.argv[5]=='main')))",
+            base, str(out), kind, str(httpcache or ""), "main" if main_only else "page"]
     r = subprocess.run(args, capture_output=True, text=True, cwd=REPO)
     if r.returncode != 0:
         raise RuntimeError(r.stderr[-2000:])

@@ -96,6 +96,9 @@ def _scrapy_child(cfg: dict) -> None:
     markdown = cfg["markdown"]
 
     def item(response: Any) -> dict:
+        if markdown and cfg.get("main_only"):
+            # the same work as ours: the main content, not the navigation around it
+            return {"url": response.url, "text": response.css("main").get() or response.text}
         if markdown:
             return {"url": response.url, "text": response.text}
         return {"url": response.url, "body": response.body}
@@ -204,21 +207,22 @@ def _run_child(kind: str, cfg: dict) -> tuple[float, float, float, dict]:
 
 
 def crawl(base: str, out: Path, *, markdown: bool = True, httpcache: Path | None = None,
-          concurrency: int = 32, follow_links: bool = False) -> dict:
+          concurrency: int = 32, follow_links: bool = False, main_only: bool = False) -> dict:
     """One Scrapy run against ``base``; returns the figures (call in a fresh process)."""
     out = Path(out)
     shutil.rmtree(out, ignore_errors=True)
     out.mkdir(parents=True)
     cfg = {"base": base.rstrip("/"), "out": str(out.resolve()), "markdown": markdown,
            "httpcache": str(httpcache) if httpcache else None, "concurrency": concurrency,
-           "follow_links": follow_links,
+           "follow_links": follow_links, "main_only": main_only,
            "stats_file": str(out.parent / f".{out.name}.stats.json")}
     wall, rss, cpu, child = _run_child("_scrapy-child", cfg)
     st = child["stats"]
     files = sum(1 for p in out.rglob("*") if p.is_file())
     pages = child["written"]
     return {
-        "tool": ("scrapy+markdownify" if markdown else "scrapy-raw-html")
+        "tool": ("scrapy+markdownify" + (" <main>" if main_only else "") if markdown
+                 else "scrapy-raw-html")
         + (" CrawlSpider" if follow_links else ""),
         "pages": pages, "files": files,
         "seconds": round(wall, 2), "pages_per_s": round(pages / wall, 1),

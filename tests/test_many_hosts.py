@@ -214,3 +214,50 @@ def test_two_machines_on_twenty_polite_hosts_keep_every_gap(share, hosts, tmp_pa
         times = page_times(s)
         assert len(times) == 3, (s.base, times)
         assert min_gap(times) >= 0.3 - TOLERANCE, (s.base, times)
+
+
+def test_discovery_keeps_the_delay_of_the_pages(hosts, tmp_path):
+    """prepare's robots.txt, sitemap index and child sitemaps go through the same gate as
+    the pages: every request to the host, from `crawl`'s prepare to its last page, starts
+    >= request_delay after the one before (before: discovery sent them back to back)."""
+    (srv,) = hosts(1)
+    urls = doc_site(srv, 6)
+    children = []
+    for k in range(2):
+        part = urls[k * 3:(k + 1) * 3]
+        srv.route(f"/sitemap-{k}.xml", Response(
+            body='<?xml version="1.0"?><urlset xmlns="http://www.sitemaps.org/schemas/'
+                 'sitemap/0.9">' + "".join(f"<url><loc>{u}</loc></url>" for u in part)
+                 + "</urlset>", content_type="application/xml"))
+        children.append(srv.url(f"/sitemap-{k}.xml"))
+    srv.route("/sitemap.xml", Response(
+        body='<?xml version="1.0"?><sitemapindex xmlns="http://www.sitemaps.org/schemas/'
+             'sitemap/0.9">' + "".join(f"<sitemap><loc>{c}</loc></sitemap>" for c in children)
+             + "</sitemapindex>", content_type="application/xml"))
+    cfg = config(tmp_path, {"docs": srv.url("/")}, request_delay=0.3)
+    r = cli(cfg, "crawl", "docs")
+    assert "docs: 6 URLs" in r.stdout, r.stdout
+    paths = [q.path for q in sorted(srv.requests, key=lambda q: q.t)]
+    assert {"/robots.txt", "/sitemap.xml", "/sitemap-0.xml", "/sitemap-1.xml"} <= set(paths)
+    times = sorted(q.t for q in srv.requests)
+    assert min_gap(times) >= 0.3 - TOLERANCE, list(zip(paths, times, strict=True))
+
+
+def test_robots_txt_is_fetched_once_per_robots_cache_not_once_per_process(hosts, tmp_path):
+    """robots.py R6: every worker process and the next crawl use the copy kept beside the
+    shared gate while robots_cache lasts (each fetch costs the host a delay slot); with
+    robots_cache 0 every process asks again."""
+    (srv,) = hosts(1)
+    doc_site(srv, 12)
+
+    def robots_hits() -> int:
+        return sum(r.path == "/robots.txt" for r in srv.requests)
+
+    cfg = config(tmp_path, {"docs": srv.url("/sitemap.xml")}, request_delay=0.05)
+    cli(cfg, "crawl", "docs", "--workers", "2")
+    cli(cfg, "crawl", "docs", "--workers", "2", "--full")
+    assert robots_hits() == 1
+    cfg = config(tmp_path, {"docs": srv.url("/sitemap.xml")}, out=tmp_path / "out2",
+                 request_delay=0.05, robots_cache=0)
+    cli(cfg, "crawl", "docs", "--workers", "2")
+    assert robots_hits() >= 2  # fetched again (once per process that needed it)

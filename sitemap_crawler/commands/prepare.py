@@ -43,7 +43,6 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import logging
-import os
 import secrets
 import threading
 import time
@@ -68,7 +67,13 @@ from sitemap_crawler.errors import CrawlError, DiscoveryError
 from sitemap_crawler.fetch.decoding import ACCEPT_ENCODING
 from sitemap_crawler.protocol import index as url_index
 from sitemap_crawler.protocol.frontier import QUEUED
-from sitemap_crawler.protocol.fsutil import RenameLock, replace_file, sweep_tmp, tmp_name
+from sitemap_crawler.protocol.fsutil import (
+    RenameLock,
+    replace_file,
+    sweep_tmp,
+    sync_filesystem,
+    tmp_name,
+)
 from sitemap_crawler.protocol.heartbeat import Heartbeat, Observer, proven_dead
 from sitemap_crawler.protocol.hostgate import HostGate
 from sitemap_crawler.protocol.state import EXCLUDED_FILE, StateDir, new_worker_id
@@ -426,7 +431,8 @@ class _Prepare:
             res.warnings.append(f"max_urls_per_site={self.s.max_urls_per_site} reached: "
                                 f"{res.over_limit} URLs left out")
         if not dry_run:
-            os.sync()  # ticket files were written without per-file fsync: make them durable
+            # ticket files were written without per-file fsync: make them durable
+            sync_filesystem(self.state.ticket_dir("pending"))
             self._record(tickets.run)
 
     def _load_index(self) -> dict[str, dict[str, Any]]:

@@ -241,7 +241,8 @@ class Worker:
         hosts = {host_of(src) for src in self.site.sources}
         hosts |= {h[4:] if h.startswith("www.") else "www." + h for h in hosts}
         self.gate = gate
-        self.fetcher = Fetcher(s, gate=self.gate, stop=self.stop, allowed_hosts=hosts)
+        self.fetcher = Fetcher(s, gate=self.gate, stop=self.stop, allowed_hosts=hosts,
+                               robots_store=self.state.gate_root)  # robots.py R6
         self.opened = True
 
     def close(self) -> None:
@@ -548,9 +549,12 @@ class Worker:
             return how, []
         meta.update(how)
         if rendered is html:
+            # links before conversion: it takes the boilerplate (nav too) out of the tree
+            found = self._raw_links(html, r.final_url, entry, doc)
             page = html_to_markdown(html, r.final_url, doc=doc)
         else:
             html = rendered
+            found = self._raw_links(html, r.final_url, entry)
             page = html_to_markdown(html, r.final_url)
         header_noindex, header_nofollow = parse_robots_directives(
             r.headers.get("x-robots-tag", ""))
@@ -561,8 +565,7 @@ class Worker:
                         "and will retry", url, soft.replace("_", " "),
                         extra={"worker": self.wid, "url": url})
             return Outcome("failed", None, {"error": soft}, soft), []
-        links = ([] if page.nofollow or header_nofollow
-                 else self._links(html, r.final_url, entry))
+        links = [] if page.nofollow or header_nofollow else self._links(found)
         if page.noindex or header_noindex:
             return _skip("noindex"), links
         if page.canonical and normalize_url(page.canonical) not in (
@@ -608,7 +611,8 @@ class Worker:
                                    tmp_dir=staging_dir(self.state, site.base_dir))
         old = self.fetcher
         self.fetcher = Fetcher(self.s, gate=self.gate, stop=self.stop,
-                               allowed_hosts=old.allowed_hosts)
+                               allowed_hosts=old.allowed_hosts,
+                               robots_store=self.state.gate_root)
         self._old_fetchers.append(old)  # other threads may be using it: closed at the end
         log.info("worker %s took the reloaded settings", self.wid, extra={"worker": self.wid})
 
@@ -656,14 +660,22 @@ class Worker:
         return self.browser.render(r.final_url, r.body, r.headers, r.status)
 
     # -- link following (protocol/frontier.py) -----------------------------------------------
-    def _links(self, html: str, base_url: str, entry: dict[str, Any]) -> list[str]:
-        """In-scope links of a page below ``max_depth`` that this process has not journaled
-        yet (the frontier dedupes across machines; this only keeps journals small)."""
+    def _raw_links(self, html: str, base_url: str, entry: dict[str, Any],
+                   doc: Any = None) -> list[str]:
+        """The page's links when link following wants them (below ``max_depth``); from
+        ``doc``, the parsed page, when given."""
+        if self.rules is None or int(entry.get("depth") or 0) >= self.s.max_depth:
+            return []
+        return page_links(html, base_url, doc)
+
+    def _links(self, found: list[str]) -> list[str]:
+        """In-scope links that this process has not journaled yet (the frontier dedupes
+        across machines; this only keeps journals small)."""
         rules = self.rules
-        if rules is None or int(entry.get("depth") or 0) >= self.s.max_depth:
+        if rules is None:
             return []
         out = []
-        for link in page_links(html, base_url):
+        for link in found:
             clean = rules.clean(link)
             if clean is None:
                 continue

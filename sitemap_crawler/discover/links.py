@@ -21,6 +21,7 @@ from __future__ import annotations
 import fnmatch
 import re
 from collections.abc import Iterable
+from typing import Any
 from urllib.parse import parse_qsl, urlencode, urljoin, urlsplit, urlunsplit
 
 from lxml import etree
@@ -31,13 +32,16 @@ from sitemap_crawler.discover.urls import UrlFilter, host_of, is_http_url
 _SKIP_SCHEMES = ("mailto:", "javascript:", "tel:", "data:", "ftp:", "#")
 
 
-def page_links(html: str, base_url: str) -> list[str]:
+def page_links(html: str, base_url: str, doc: Any = None) -> list[str]:
     """Absolute http(s) links of ``<a>``/``<area>`` elements, fragment dropped, in order,
-    without duplicates; ``rel="nofollow"`` links left out; ``<base href>`` honoured."""
-    try:
-        doc = etree.fromstring(html.encode("utf-8", "replace"), _parser())
-    except (etree.XMLSyntaxError, ValueError):
-        return []
+    without duplicates; ``rel="nofollow"`` links left out; ``<base href>`` honoured.
+    ``doc``: the page's lxml tree when the caller parsed it already (the worker's, before
+    conversion changes it), so the page is not parsed twice."""
+    if doc is None:
+        try:
+            doc = etree.fromstring(html.encode("utf-8", "replace"), _parser())
+        except (etree.XMLSyntaxError, ValueError):
+            return []
     if doc is None:
         return []
     base = base_url

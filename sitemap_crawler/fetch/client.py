@@ -47,6 +47,7 @@ import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from pathlib import Path
 from urllib.parse import urljoin, urlsplit, urlunsplit
 
 import httpx
@@ -190,6 +191,7 @@ class Fetcher:
 
     def __init__(self, settings: Settings, *, gate: HostGate, stop: threading.Event,
                  allowed_hosts: set[str] | None = None, robots_error_ttl: float = 60.0,
+                 robots_store: Path | None = None,
                  backoff_base: float = BACKOFF_BASE) -> None:
         self.settings = settings
         self.gate = gate
@@ -203,7 +205,7 @@ class Fetcher:
             follow_redirects=False,
         )
         self.robots = RobotsCache(self.client, settings, guard=self._robots_guard,
-                                  error_ttl=robots_error_ttl)
+                                  error_ttl=robots_error_ttl, store=robots_store)
 
     def close(self) -> None:
         self.client.close()

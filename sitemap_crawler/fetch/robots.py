@@ -16,17 +16,25 @@ Choices (written down because they decide what we crawl):
 * R4. Redirects are followed (at most 5 hops, to any host, as Google does).
 * R5. Every robots.txt request may pass through ``guard(url)`` (a context manager given by
   the fetcher: host gate, blocks), so it is as polite as any page request.
+* R6. With a ``store`` directory (the shared gate's, state.gate_root), an answer that gave
+  rules or "no robots.txt" is kept as ``<store>/<host>/robots-<scheme>.json`` with the wall
+  time it was fetched, and every process on every machine uses it until ``robots_cache``
+  has passed by its own clock: one fetch per host per ``robots_cache``, not one per process
+  and per crawl (each fetch costs the host a delay slot).  A file from the future (a clock
+  ahead of ours) or unreadable is fetched again; errors (R3 ``unavailable``) are never kept.
 """
 
 from __future__ import annotations
 
 import contextlib
+import json
 import logging
 import threading
 import time
 from collections.abc import Callable
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Literal
 from urllib.parse import urljoin, urlsplit
 
@@ -35,7 +43,8 @@ from protego import Protego
 
 from sitemap_crawler.config import Settings
 from sitemap_crawler.fetch.decoding import DecodeError, UnsupportedEncoding, decoded
-from sitemap_crawler.protocol.hostgate import sent_trace
+from sitemap_crawler.protocol.fsutil import atomic_write
+from sitemap_crawler.protocol.hostgate import safe_host, sent_trace
 
 log = logging.getLogger(__name__)
 
@@ -75,13 +84,16 @@ class RobotsEntry:
     status: int = 0  # HTTP status of the last answer, 0 = none
     error: str | None = None
     sitemaps: list[str] = field(default_factory=list)
+    body: str | None = None  # the text the rules came from (R6 keeps it)
+    from_store: bool = False  # read from the kept copy (R6), not fetched
 
 
 class RobotsCache:
     """robots.txt verdicts per origin (R1–R5)."""
 
     def __init__(self, client: httpx.Client, settings: Settings, *, guard: Guard | None = None,
-                 error_ttl: float = DEFAULT_ERROR_TTL) -> None:
+                 error_ttl: float = DEFAULT_ERROR_TTL, store: Path | None = None) -> None:
+        self.store = store
         self.client = client
         self.settings = settings
         self.guard = guard
@@ -146,9 +158,57 @@ class RobotsCache:
                 retry_errors and entry.state == "unavailable"
             ):
                 return entry
-            entry = self._fetch(origin)
+            entry = None if retry_errors else self._load(origin)
+            if entry is None:
+                entry = self._fetch(origin)
+                self._keep(origin, entry)
             self._entries[origin] = entry
             return entry
+
+    # -- R6: kept on disk for every process ------------------------------------------------
+
+    def _path(self, origin: str) -> Path | None:
+        if self.store is None:
+            return None
+        p = urlsplit(origin)
+        host = (p.hostname or "").lower()
+        port = p.port
+        key = host if port is None or (p.scheme, port) in (("http", 80), ("https", 443)) \
+            else f"{host}:{port}"
+        return self.store / safe_host(key) / f"robots-{p.scheme}.json"
+
+    def _load(self, origin: str) -> RobotsEntry | None:
+        path = self._path(origin)
+        if path is None:
+            return None
+        try:
+            data = json.loads(path.read_bytes())
+            age = time.time() - float(data["fetched_at"])
+            state, status, body = data["state"], int(data["status"]), data.get("body")
+        except (OSError, ValueError, KeyError, TypeError):
+            return None
+        if not 0 <= age < self.settings.robots_cache or state not in ("rules", "allow_all"):
+            return None
+        left = self.settings.robots_cache - age
+        if state == "allow_all" or not isinstance(body, str):
+            entry = self._allow_all(status)
+        else:
+            entry = self._parse(body.encode(), status)
+        entry.expires = time.monotonic() + left
+        entry.from_store = True
+        return entry
+
+    def _keep(self, origin: str, entry: RobotsEntry) -> None:
+        path = self._path(origin)
+        if path is None or entry.state == "unavailable" or entry.from_store:
+            return
+        body = entry.body if entry.state == "rules" else None
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            atomic_write(path, json.dumps({"fetched_at": time.time(), "state": entry.state,
+                                           "status": entry.status, "body": body}).encode())
+        except OSError as e:  # only a cache: the next process fetches it again
+            log.info("could not keep robots.txt of %s: %s", origin, e)
 
     def forget(self, origin: str) -> None:
         self._entries.pop(origin_of(origin), None)
@@ -158,9 +218,9 @@ class RobotsCache:
     def _fetch(self, origin: str) -> RobotsEntry:
         url = origin + "/robots.txt"
         status = 0
-        for _hop in range(MAX_ROBOTS_REDIRECTS + 1):
+        for hop in range(MAX_ROBOTS_REDIRECTS + 1):
             try:
-                status, location, entry = self._get(url)
+                status, location, entry = self._get(url, origin if hop == 0 else None)
             except (httpx.HTTPError, DecodeError, UnsupportedEncoding) as e:
                 # unreadable counts as unreachable: the site waits, it is not crawled blind
                 log.info("robots.txt of %s unreachable: %s", origin, e)
@@ -177,10 +237,20 @@ class RobotsCache:
             return self._allow_all(status)  # 4xx, other 3xx: no robots.txt
         return self._allow_all(status)  # too many redirects: Google treats it as 404
 
-    def _get(self, url: str) -> tuple[int, str | None, RobotsEntry | None]:
-        """One request: (status, Location, parsed entry for a 2xx answer)."""
+    def _get(self, url: str, origin: str | None = None
+             ) -> tuple[int, str | None, RobotsEntry | None]:
+        """One request: (status, Location, parsed entry for a 2xx answer).  With ``origin``,
+        the kept copy is looked at again once the gate let us through: another process may
+        have fetched it while we waited (R6)."""
         guard = self.guard(url) if self.guard is not None else contextlib.nullcontext()
-        with guard as handle, self.client.stream(
+        with guard as handle:
+            kept = self._load(origin) if origin is not None else None
+            if kept is not None:
+                return kept.status or 200, None, kept
+            return self._send(url, handle)
+
+    def _send(self, url: str, handle: object) -> tuple[int, str | None, RobotsEntry | None]:
+        with self.client.stream(
             "GET", url, follow_redirects=False, extensions={"trace": sent_trace(handle)}
         ) as r:
             if not 200 <= r.status_code < 300:
@@ -208,7 +278,7 @@ class RobotsCache:
             return self._allow_all(status)
         return RobotsEntry(state="rules", parser=parser, status=status,
                            expires=time.monotonic() + self.settings.robots_cache,
-                           sitemaps=list(parser.sitemaps))
+                           sitemaps=list(parser.sitemaps), body=text)
 
     def _allow_all(self, status: int) -> RobotsEntry:
         return RobotsEntry(state="allow_all", status=status,

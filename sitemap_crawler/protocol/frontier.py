@@ -51,7 +51,7 @@ from typing import Any
 
 import orjson
 
-from sitemap_crawler.protocol.fsutil import TMP_PREFIX, atomic_write, read_bytes
+from sitemap_crawler.protocol.fsutil import TMP_PREFIX, atomic_write, read_bytes, sync_filesystem
 from sitemap_crawler.protocol.state import StateDir
 from sitemap_crawler.protocol.tickets import HOST_MARK, TicketQueue, by_host
 from sitemap_crawler.timestamps import utcnow
@@ -167,7 +167,7 @@ class Frontier:
             n += 1
         if n:
             with contextlib.suppress(OSError):  # durability only: the intent still holds them
-                os.sync()
+                sync_filesystem(queue.dirs["pending"])
         return n
 
     def _intents(self) -> list[Any]:

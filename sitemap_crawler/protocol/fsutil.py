@@ -31,6 +31,7 @@ What was measured on real shares (../shared/netfs/README.md) decides what is her
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import errno
 import os
 import secrets
@@ -38,7 +39,7 @@ import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from sitemap_crawler.errors import CrawlError
 
@@ -47,6 +48,40 @@ LOST_RACE = {errno.ENOENT, errno.EBUSY, errno.EACCES, errno.EPERM, errno.EEXIST,
 TMP_PREFIX = ".tmp-"
 # fsync on a directory refused by the filesystem (not an I/O error): nothing more can be done.
 _DIR_FSYNC_REFUSED = {errno.EINVAL, errno.EBADF}
+
+
+def sync_filesystem(directory: Path) -> None:
+    """Make everything written on ``directory``'s file system durable with one ``syncfs``:
+    prepare writes thousands of ticket files without a per-file fsync.  ``os.sync()`` did
+    this before and flushed every file system of the machine, other programs' writes
+    included; ``syncfs`` flushes only this one (Linux; elsewhere ``os.sync()``)."""
+    libc_syncfs = _syncfs()
+    if libc_syncfs is None:
+        os.sync()
+        return
+    fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        if libc_syncfs(fd) != 0:
+            err = ctypes.get_errno()
+            raise OSError(err, os.strerror(err), str(directory))
+    finally:
+        os.close(fd)
+
+
+def _syncfs() -> Any:
+    """libc's ``syncfs``, or None where there is none."""
+    global _SYNCFS
+    if _SYNCFS is False:
+        try:
+            fn = ctypes.CDLL(None, use_errno=True).syncfs
+            fn.argtypes = [ctypes.c_int]
+            _SYNCFS = fn
+        except (AttributeError, OSError):
+            _SYNCFS = None
+    return _SYNCFS
+
+
+_SYNCFS: Any = False
 
 
 def fsync_dir(directory: Path) -> None:
@@ -111,7 +146,7 @@ def write_new_file(directory: str, name: str, data: bytes) -> str:
 
     The same temporary name and rename, with plain ``os`` calls on strings: prepare writes
     10,000 tickets for a million URLs and the ``Path`` and buffered-file layers cost a third
-    of that.  Durability is the caller's (prepare calls ``os.sync()`` once at its end).
+    of that.  Durability is the caller's (prepare calls :func:`sync_filesystem` once at its end).
     """
     target = f"{directory}/{name}"
     tmp = f"{directory}/{TMP_PREFIX}{name}.{os.getpid()}.{secrets.token_hex(4)}"

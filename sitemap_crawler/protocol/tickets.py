@@ -53,7 +53,7 @@ Invariants (see ../shared/netfs/README.md for why each primitive was chosen):
   finished one goes.  url-index.json holds each URL's outcome, so nothing is lost with them.
   ``failed/`` is never pruned: it waits for ``resume``.
 * T8 (durability). Every move between states fsyncs both directories (fsutil D) before the
-  mover acts on it; tickets added by prepare are made durable by one ``os.sync()`` at its end.
+  mover acts on it; tickets added by prepare are made durable by one ``syncfs`` at its end (fsutil).
 * T9 (keyed by host).  A ticket holds the URLs of one host, and its id ends in
   ``-h-<host tag>`` (:func:`host_tag`), so a worker can choose, from a listing alone, a ticket
   of a host it is not busy with (commands/dispatch.py).  The tag is a hint for scheduling,
@@ -237,7 +237,7 @@ class TicketQueue:
 
     # -- creation ----------------------------------------------------------------------------
     def add(self, ticket: dict[str, Any]) -> Path:
-        """Write a new pending ticket (gen 0).  prepare calls os.sync() once at its end."""
+        """Write a new pending ticket (gen 0); prepare makes them durable at its end (T8)."""
         return Path(write_new_file(str(self.dirs["pending"]), f"{ticket['ticket_id']}.0.json",
                                    orjson.dumps(ticket)))
 
