@@ -30,11 +30,14 @@ After the schedule a final ``crawl --workers 2`` on machine A must exit 0 (``res
 * ``final_exit``: the final crawl exited 0; ``status_exit``: every ``status --json`` exited 0
   with JSON on stdout; ``timeout``: the trial overran its bound (everything killed);
 * ``unexplained_refetch``: a page was requested again although no killed or paused worker had
-  it in flight.  In flight means: the victim's last page request that started before the
-  signal (matched by its TCP ports, read from /proc just before the signal) and that the victim
-  had not finished (no event for that URL in the victim's JSON log, which is written after
-  the journal line).  A refetch of a URL that a killed or paused process *had* journaled is
-  ``refetch_of_journaled_url``: the journal's progress was lost.
+  it in flight.  In flight means: a page request of the victim that started before the
+  signal (matched by its TCP ports, read from /proc just before the signal) and that the
+  victim had not finished when the signal landed (no event for that URL in the victim's JSON
+  log read right after the signal; the event is written after the journal line).  A worker
+  keeps many URLs in flight (commands/dispatch.py), so a victim may have many.  A refetch of
+  a URL that a killed or paused process *had* journaled before the signal is
+  ``refetch_of_journaled_url``: the journal's progress was lost.  (A paused worker that wakes
+  may still finish a URL it had in flight; that URL was in flight at the signal.)
 
 Run from the repository root::
 
@@ -244,6 +247,7 @@ class Victim:
     kind: str  # kill | stop
     t: float
     ports: dict[int, set[int]]
+    finished: dict[int, set[str]]  # pid -> URLs it had finished when the signal landed
 
 
 @dataclass
@@ -390,7 +394,8 @@ class Trial:
         for pid in pids:
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, sig)
-        self.victims.append(Victim(kind, t, ports))
+        time.sleep(0.01)  # the signal lands; a stopped or killed process logs nothing more
+        self.victims.append(Victim(kind, t, ports, self.finished_by()))
 
     def kill_group(self, proc: Proc) -> None:
         pids = [proc.p.pid, *children(proc.p.pid)]
@@ -604,17 +609,12 @@ class Trial:
     def refetches(self) -> dict[str, Any]:
         hits = self.server.page_hits()
         per: Counter[str] = Counter(h.path for h in hits)
-        finished = self.finished_by()
         allowance: Counter[str] = Counter()
-        victims = {pid for v in self.victims for pid in v.ports}
         for v in self.victims:
             for pid, ports in v.ports.items():
-                mine = [h for h in hits if h.port in ports and h.t0 < v.t]
-                if not mine:
-                    continue
-                last = max(mine, key=lambda h: h.t0)
-                if self.server.base + last.path not in finished.get(pid, set()):
-                    allowance[last.path] += 1
+                for h in {h.path: h for h in hits if h.port in ports and h.t0 < v.t}.values():
+                    if self.server.base + h.path not in v.finished.get(pid, set()):
+                        allowance[h.path] += 1
         explained = unexplained = 0
         for path, n in per.items():
             extra = n - 1
@@ -625,7 +625,8 @@ class Trial:
             if extra > ok:
                 unexplained += extra - ok
                 url = self.server.base + path
-                by = sorted(pid for pid in victims if url in finished.get(pid, set()))
+                by = sorted(pid for v in self.victims for pid in v.ports
+                            if url in v.finished.get(pid, set()))
                 kind = "refetch_of_journaled_url" if by else "unexplained_refetch"
                 self.violate(kind, {"path": path, "requests": n,
                                     "in_flight_at_signal": allowance[path],

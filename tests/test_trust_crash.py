@@ -63,7 +63,8 @@ def kill_mid_ticket(cfg: Path, out: Path, after: int) -> set[str]:
 def test_after_kill_9_the_next_command_redoes_only_urls_in_flight(server, tmp_path,
                                                                     next_command):
     urls = doc_site(server, 20, delay=0.08)
-    cfg = write_config(tmp_path, server.url("/"), crawl_state={"ticket_size": 20})
+    cfg = write_config(tmp_path, server.url("/"), crawl_state={"ticket_size": 20},
+                       max_in_flight=8)
     out = tmp_path / "out"
     cli(cfg, "prepare", "docs")
     done = kill_mid_ticket(cfg, out, after=5)
@@ -78,7 +79,7 @@ def test_after_kill_9_the_next_command_redoes_only_urls_in_flight(server, tmp_pa
     assert sorted(idx) == sorted(urls)
     # every URL was fetched once, plus those in flight at the kill: sent, not journaled
     in_flight = {p for p in before if server.base + p not in done}
-    assert len(in_flight) <= 8  # max_parallel_per_host for one worker (dispatch.py D1)
+    assert len(in_flight) <= 8  # max_in_flight of the one worker (fetched or converting)
     assert sum(hits.values()) <= len(urls) + len(in_flight), (hits, in_flight)
 
 

@@ -33,6 +33,9 @@ Invariants (with tickets.py T1-T9, hostgate.py G1-G8, journal.py J1-J4):
 * D4 (a kill).  After a kill -9 the URLs that were in flight have no journal record: the
   reclaimer hands their tickets back with every other URL's progress (T5), so each URL that
   was in flight is fetched once more, and no other.
+* D6 (a pause).  A process that was frozen past ``PAUSED_AFTER`` waits ``SETTLE`` and checks
+  that it still owns each held ticket (T2) before it starts another URL; the URLs it had in
+  flight are caught by W1 after their fetch, as before.
 * D5 (a stop).  On a stop no URL is started; running ones end promptly (gate and backoff
   waits are ``stop.wait``, F5) and every held ticket is handed back with its progress.
 """
@@ -60,6 +63,8 @@ from sitemap_crawler.protocol.tickets import Claimed, TicketName, host_tag, tick
 log = logging.getLogger(__name__)
 IDLE_RECHECK = 1.0  # seconds before a site whose pending/ was empty is listed again
 MAX_WAIT = 0.2  # the dispatcher looks around at least this often
+PAUSED_AFTER = 3.0  # seconds between two turns of the loop that mean we were frozen (D6)
+SETTLE = 1.0  # seconds to let a share show the others' renames after such a pause
 HELD_PER_THREAD = 8  # tickets held per fetch thread: a host with a delay needs a thread
 # for a fraction of its time only, so many more hosts than threads can be kept busy
 
@@ -74,6 +79,45 @@ class _Held:
     tag: str | None
     running: int = 0
     lost: bool = False
+
+
+class PauseWatch:
+    """D6: tells whether this process was just frozen, from any thread.
+
+    A thread ticks every ``TICK`` seconds.  :meth:`settle` sees a pause either way round
+    after a SIGCONT: the tick is older than ``PAUSED_AFTER`` (the ticker has not run yet),
+    or the ticker saw the gap and noted when we woke; then it waits until ``SETTLE`` after
+    the wake, so that what others renamed meanwhile shows on a share, and returns True."""
+
+    TICK = 0.1
+
+    def __init__(self, stop: threading.Event) -> None:
+        self.stop = stop
+        self.tick = time.monotonic()
+        self.woke = self.tick - SETTLE
+        self._done = threading.Event()
+        threading.Thread(target=self._run, name="pause-watch", daemon=True).start()
+
+    def close(self) -> None:
+        self._done.set()
+
+    def _run(self) -> None:
+        while not self._done.wait(self.TICK):
+            now = time.monotonic()
+            if now - self.tick > PAUSED_AFTER:
+                self.woke = now
+            self.tick = now
+
+    def settle(self) -> bool:
+        now = time.monotonic()
+        if now - self.tick > PAUSED_AFTER:
+            self.woke = max(self.woke, now)
+        if now - self.woke >= SETTLE:
+            return False
+        log.info("this worker was frozen: waiting %.1f s for the share before going on",
+                 SETTLE)
+        self.stop.wait(self.woke + SETTLE - now)
+        return True
 
 
 @dataclass(eq=False)
@@ -114,6 +158,9 @@ class Dispatcher:
         self._idle: dict[str, float] = {}  # site -> when its pending/ was seen empty
         self._turn = 0  # the site tried first for the next claim (round robin)
         self._proven: set[str] = set()  # hosts that answered a URL without a failure
+        self.watch = PauseWatch(stop)  # D6
+        for w in workers:
+            w.settle = self.watch.settle  # W1 right before a request waits for it too
 
     # -- the loop ----------------------------------------------------------------------------
     def run(self) -> dict[str, Counter[str]]:
@@ -136,6 +183,7 @@ class Dispatcher:
 
     def _loop(self) -> None:
         while not self.stop.is_set() and self.fatal is None:
+            self._after_a_pause()
             self._dispatch()
             if len(self.running) < self.max_in_flight and self._claim():
                 continue  # dispatch from it at once
@@ -153,6 +201,21 @@ class Dispatcher:
                     self._open(w)
             self._idle.clear()
             self.stop.wait(MAX_WAIT)
+
+    def _after_a_pause(self) -> None:
+        """D6: after this process was frozen (SIGSTOP, a suspended VM), start nothing until
+        the share shows what others did meanwhile (SMB shows a rename to another mount
+        within 0.7 s), then drop the tickets that were taken back: else every free thread
+        would start a URL of a ticket that is no longer ours on a stale view."""
+        if not self.watch.settle():
+            return
+        for h in list(self.held):
+            if not h.lost and not h.worker.queue.owned(h.c):
+                h.lost = True
+                h.todo.clear()
+                if h.running == 0:
+                    self.held.remove(h)
+                    h.worker.complete(h.c, lost=True)
 
     # -- D1 ----------------------------------------------------------------------------------
     def cap(self, w: Worker, host: str) -> int:
@@ -240,6 +303,9 @@ class Dispatcher:
         if h.running == 0 and (h.lost or not h.todo):
             self.held.remove(h)
             h.worker.complete(h.c, lost=h.lost)
+            if h.worker.found_work:  # its link fold wrote tickets: no idle wait for them
+                h.worker.found_work = False
+                self._idle.pop(h.worker.site.name, None)
 
     # -- D2 ----------------------------------------------------------------------------------
     def _claim(self) -> bool:
@@ -314,6 +380,7 @@ class Dispatcher:
                 h.worker.hand_back(h.c)
 
     def _close(self) -> None:
+        self.watch.close()
         errors: list[BaseException] = []
         for g in self._gates.values():
             g.gate.close(self.stop)  # a normal end keeps the last delays (G5); a stop not

@@ -3,9 +3,10 @@
 This module ties the parts together and owns no protocol of its own: claiming and handing
 back are tickets.py (T1–T8), liveness is heartbeat.py (H1–H7), politeness is hostgate.py and
 fetch.py, results go to journal.py and the markdown files (output.py).  The rules it adds:
-**W1** — ownership of the ticket is checked (T2) after every fetch and *before* anything is
-written, so a worker that was paused past the heartbeat timeout and lost its ticket writes
-nothing more for it.  **W2** — markdown is staged in the state directory's ``tmp/`` (same
+**W1** — ownership of the ticket is checked (T2) right before each request is sent (with the
+gate's lease held) and after every fetch, *before* anything is written, so a worker that
+was paused past the heartbeat timeout and lost its ticket sends and writes nothing more
+for it.  **W2** — markdown is staged in the state directory's ``tmp/`` (same
 file system) and renamed into place, so a kill -9 mid-write leaves nothing in the user's
 folder (:func:`staging_dir`).
 """
@@ -212,7 +213,7 @@ class Worker:
         # link following: the rules, the links this process already journaled, and the
         # journal sizes at its last fold (protocol/frontier.py F3)
         self.rules = LinkRules(self.s, site.sources) if self.s.follow_links else None
-        self._linked: set[str] = set()
+        self._linked: dict[str, int] = {}  # link -> depth of the page it was journaled from
         self._folded_at: dict[str, int] | None = None
         self.browser: Browser | None = None  # started on the first page that needs it
         # Playwright's sync API belongs to the thread that started it: every browser call
@@ -222,6 +223,8 @@ class Worker:
         self.queue = TicketQueue(self.state, self.wid)  # listing needs nothing opened
         self.held: dict[str, Claimed] = {}
         self.opened = False
+        self.found_work = False  # a link fold wrote new tickets (dispatch.py lists again)
+        self.settle: Callable[[], bool] | None = None  # dispatch.py D6, set by the dispatcher
         self._old_fetchers: list[Fetcher] = []  # replaced on SIGHUP, still in use by threads
         self._lock = threading.Lock()  # stats and progress, updated by every fetch thread
 
@@ -304,8 +307,6 @@ class Worker:
         self._maybe_reload()  # (which may also set stop: a limit another worker hit)
         if self.stop.is_set():
             return  # stays remaining: handed back with the ticket
-        if not self.queue.owned(c):  # W1 before the request too: a worker that woke from
-            raise TicketLost(c.ticket_id)  # a pause starts nothing for a ticket it lost
         try:
             self._run_url(c, entry, fetched)
         except Interrupted:  # a render or a fetch cut short by a stop: handed back, not failed
@@ -393,10 +394,12 @@ class Worker:
                  fetched: Callable[[], None] | None = None) -> None:
         url = entry["url"]
         prior: dict[str, Any] = entry.get("prior") or {}
-        r = self._fetch(url, entry, prior)
+        r = self._fetch(url, entry, prior, lambda: self._still_ours(c))
         if fetched is not None:
             fetched()
         if r.outcome == "interrupted":
+            if r.reason == "ticket_lost":
+                raise TicketLost(c.ticket_id)
             return
         if not self.queue.owned(c):  # W1
             raise TicketLost(c.ticket_id)
@@ -419,22 +422,33 @@ class Worker:
             "worker": self.wid, "ticket": c.ticket_id, "url": url, "status": r.status,
             "outcome": out.kind, "reason": out.reason, "elapsed": rec["elapsed"]})
 
-    def _fetch(self, url: str, entry: dict[str, Any], prior: dict[str, Any]) -> FetchResult:
+    def _still_ours(self, c: Claimed) -> bool:
+        """W1 right before a request: after a pause of this process, first let the share
+        show what others did meanwhile (dispatch.py D6)."""
+        if self.settle is not None:
+            self.settle()
+        return self.queue.owned(c)
+
+    def _fetch(self, url: str, entry: dict[str, Any], prior: dict[str, Any],
+               ours: Callable[[], bool]) -> FetchResult:
         """GET the page, conditionally when its host's validators are trusted.  An entry with
         a ``markdown_url`` (an llms.txt ``.md`` twin, discover ``markdown_twins``) asks for
-        the twin first and keeps it if it is markdown or text; else the page as usual."""
+        the twin first and keeps it if it is markdown or text; else the page as usual.
+        ``ours`` is W1 right before each request: nothing is sent for a lost ticket."""
         trusted = self._trusts_validators(url, prior)
         twin = entry.get("markdown_url")
         if twin:
             same = trusted and prior.get("final_url") == twin
             r = self.fetcher.fetch(twin, etag=prior.get("etag") if same else None,
-                                   last_modified=prior.get("last_modified") if same else None)
+                                   last_modified=prior.get("last_modified") if same else None,
+                                   still_ours=ours)
             if r.outcome in ("interrupted", "not_modified") or (
                     r.outcome == "ok" and r.content_type in MARKDOWN_TYPES):
                 return r
             trusted = trusted and prior.get("final_url") != twin
         return self.fetcher.fetch(url, etag=prior.get("etag") if trusted else None,
-                                  last_modified=prior.get("last_modified") if trusted else None)
+                                  last_modified=prior.get("last_modified") if trusted else None,
+                                  still_ours=ours)
 
     def _decide(self, r: FetchResult, url: str, entry: dict[str, Any], prior: dict[str, Any],
                 now: str) -> Outcome:
@@ -565,7 +579,8 @@ class Worker:
                         "and will retry", url, soft.replace("_", " "),
                         extra={"worker": self.wid, "url": url})
             return Outcome("failed", None, {"error": soft}, soft), []
-        links = [] if page.nofollow or header_nofollow else self._links(found)
+        links = ([] if page.nofollow or header_nofollow
+                 else self._links(found, int(entry.get("depth") or 0)))
         if page.noindex or header_noindex:
             return _skip("noindex"), links
         if page.canonical and normalize_url(page.canonical) not in (
@@ -668,9 +683,10 @@ class Worker:
             return []
         return page_links(html, base_url, doc)
 
-    def _links(self, found: list[str]) -> list[str]:
-        """In-scope links that this process has not journaled yet (the frontier dedupes
-        across machines; this only keeps journals small)."""
+    def _links(self, found: list[str], depth: int) -> list[str]:
+        """In-scope links that this process has not journaled yet from a page as shallow
+        as this one (``depth``): the frontier dedupes across machines, this only keeps
+        journals small, and a shorter path found later must still reach the index."""
         rules = self.rules
         if rules is None:
             return []
@@ -680,8 +696,8 @@ class Worker:
             if clean is None:
                 continue
             key = normalize_url(clean)
-            if key not in self._linked:
-                self._linked.add(key)
+            if depth < self._linked.get(key, depth + 1):
+                self._linked[key] = depth
                 out.append(clean)
         return out
 
@@ -697,6 +713,7 @@ class Worker:
             log.info("link fold postponed: %s", e, extra={"worker": self.wid})
             return False
         self._folded_at = sizes
+        self.found_work = self.found_work or added > 0  # the dispatcher looks at once
         if added:
             log.info("%d new URL(s) found by following links", added,
                      extra={"worker": self.wid})

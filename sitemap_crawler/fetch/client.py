@@ -45,7 +45,7 @@ import logging
 import random
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urljoin, urlsplit, urlunsplit
@@ -84,6 +84,10 @@ class _GaveUp(Exception):
     """The host's patience is used up (F4)."""
 
 
+class _Lost(Exception):
+    """``still_ours`` said no: the caller no longer wants this fetch."""
+
+
 @dataclass
 class FetchResult:
     url: str
@@ -100,6 +104,9 @@ class FetchResult:
     attempts: int = 0  # requests sent (robots.txt excluded)
     elapsed: float = 0.0
     bytes_received: int = 0
+    # asked right before each request is sent, with the lease held: False drops the fetch
+    # (outcome "interrupted", reason "ticket_lost"; the worker's W1, commands/worker.py)
+    still_ours: Callable[[], bool] | None = field(default=None, repr=False, compare=False)
 
 
 @dataclass
@@ -218,12 +225,13 @@ class Fetcher:
 
     # -- public -------------------------------------------------------------------------
 
-    def fetch(self, url: str, *, etag: str | None = None,
-              last_modified: str | None = None) -> FetchResult:
+    def fetch(self, url: str, *, etag: str | None = None, last_modified: str | None = None,
+              still_ours: Callable[[], bool] | None = None) -> FetchResult:
         """GET ``url`` following redirects within the allowed hosts; never raises for HTTP
-        or network trouble: the outcome says what happened."""
+        or network trouble: the outcome says what happened.  ``still_ours`` is asked right
+        before each request goes out (see FetchResult)."""
         started = time.monotonic()
-        res = FetchResult(url=url, final_url=url)
+        res = FetchResult(url=url, final_url=url, still_ours=still_ours)
         cond: dict[str, str] = {}
         if etag:
             cond["If-None-Match"] = etag
@@ -237,6 +245,8 @@ class Fetcher:
             self._follow(res, cond)
         except Interrupted:
             res.outcome, res.reason = "interrupted", "stopped"
+        except _Lost:
+            res.outcome, res.reason = "interrupted", "ticket_lost"
         except _GaveUp:
             res.outcome, res.reason = "retryable", "host_gave_up"
         if res.outcome in ("ok", "not_modified"):
@@ -420,6 +430,8 @@ class Fetcher:
     def _request(self, res: FetchResult, url: str, host: str, delay: float,
                  cond: dict[str, str]) -> _Answer:
         with self._lease(host, delay) as lease:
+            if res.still_ours is not None and not res.still_ours():
+                raise _Lost(url)
             res.attempts += 1
             try:
                 return self._send(res, url, cond, lease)
