@@ -74,6 +74,8 @@ _BODY_RE = re.compile(r"(?:^|\s)(?:[\w-]*(?:article|story|entry|post|news)[-_]?(
                       r"text)|articlebody|body-?text|story|article-?body)(?:$|\s)", re.I)
 _NOT_TEXT = ("script", "style", "noscript", "template")
 _NEWS_KINDS = frozenset({"article", "articleBody"})
+_COMMENT_RE = re.compile(r"comment", re.I)
+_COMMENT_ITEMS = ".//*[contains(@class, 'comment') or contains(@id, 'comment')]"
 _NAMED_OUTSIDE_CODE = etree.XPath(
     ".//*[@class or @id][not(ancestor-or-self::pre)][not(ancestor-or-self::code)]")
 # (the cheap length test first: normalize-space() builds a string per text node)
@@ -126,6 +128,8 @@ def _visible(els: Any) -> list[Any]:
 _SLUG_ID_TAGS = frozenset({"h1", "h2", "h3", "h4", "h5", "h6", "dt", "section", "span", "a",
                            "li", "p", "code", "table", "figure"})
 _HEADING_TAGS = frozenset({"h1", "h2", "h3", "h4", "h5", "h6"})
+_TERMS = _HEADING_TAGS | {"dt", "summary", "caption", "th"}
+_INLINE_MORE = _INLINE | {"b", "i", "kbd", "var", "samp", "tt", "label", "dfn"}
 
 
 def _names(el: Any) -> str:
@@ -245,14 +249,16 @@ def _density_root(body: Any) -> Any:
         text, links = _own_text(p)
         if len(text) < 25 or _boiler_region(p, cache):
             continue
-        score = (1 + text.count(",") + min(len(text) / 100, 3)) * \
+        scores[p] = (1 + text.count(",") + min(len(text) / 100, 3)) * \
             max(0.0, 1 - links / len(text)) ** 2
-        node = p
-        while node is not None:
-            scores[node] = scores.get(node, 0.0) + score
-            if node is body:
-                break
-            node = node.getparent()
+    # each score counts for every ancestor: summed children first (reverse document order),
+    # linear in the page even when it nests a million levels deep
+    for el in reversed(list(body.iter())):
+        own = scores.get(el)
+        if own and el is not body:
+            parent = el.getparent()
+            if parent is not None:
+                scores[parent] = scores.get(parent, 0.0) + own
     total = scores.get(body, 0.0)
     if not total:
         return body
@@ -275,20 +281,30 @@ def _widgets(root: Any, news: bool) -> set[Any]:
             return True
         return any(True for _ in el.iter(_KEEP_TAGS))
 
-    if news:
-        out.update(root.iter("figure", "figcaption"))
+    if news:  # photos and captions; a figure holding code or a table is content
+        out.update(f for f in root.iter("figure", "figcaption")
+                   if f.find(".//pre") is None and f.find(".//table") is None
+                   and f.find(".//code") is None)
     # code is never a widget (Prism marks comments <span class="token comment">); libxml2
     # selects the named elements outside code, Python looks only at those
     for el in _NAMED_OUTSIDE_CODE(root):
+        # a class word never removes inline text, a heading or a term (rustdoc's
+        # h4.code-header, mdBook's a.header, Asciidoctor's b.menu, a span.comment in code)
+        tag = el.tag
+        if tag in _TERMS:
+            continue
         names = _names(el)
         if not names or not _ANY_WORD_RE.search(names):
             continue
-        strong = _STRONG_RE.search(names) or (news and _NEWS_RE.search(names))
-        weak = not strong and _WEAK_RE.search(names)
+        if tag in _INLINE_MORE:  # only a news page's credit or byline, by name
+            strong, weak = news and _NEWS_RE.search(names), False
+        else:
+            strong = _STRONG_RE.search(names) or (news and _NEWS_RE.search(names))
+            weak = not strong and _WEAK_RE.search(names)
         if not (strong or weak) or _CONTENT_RE.search(names):
             continue
         size = text_len(el)
-        if protected(el, size, 0.6 if strong else 0.4):
+        if protected(el, size, 0.6 if strong else 0.4) or _holds_prose(el, names):
             continue
         links = _link_len(el)
         if strong or (size and links / size > 0.5) or size < 80:
@@ -324,6 +340,18 @@ def _widgets(root: Any, news: bool) -> set[Any]:
             if not any(_prose(p) for p in el.iter("p")):
                 out.add(el)
     return out
+
+
+def _holds_prose(el: Any, names: str) -> bool:
+    """Written text under a boilerplate-sounding name (TypeDoc's ``tsd-comment`` doc
+    comment, a post in a ``byline``-named box) is content, unless it is a comment thread:
+    several items named like comments, or a reply form."""
+    if _COMMENT_RE.search(names) and (
+            el.find(".//form") is not None or el.find(".//textarea") is not None
+            or len(el.xpath(_COMMENT_ITEMS)) >= 2):
+        return False
+    paras = [p for p in el.iter("p") if _prose(p)]
+    return len(paras) >= 2 or (len(paras) == 1 and el.find(".//a") is None)
 
 
 def _prose(p: Any) -> bool:

@@ -24,7 +24,7 @@ from urllib.parse import urljoin, urlsplit, urlunsplit
 # footer ("last updated", "edit this page") are there too, so that they do not move the
 # content hash.  BOILERPLATE (+ header, aside) applies when the content is the whole <body>.
 NEVER = frozenset({
-    "script", "style", "noscript", "form", "button", "svg", "iframe", "template", "input",
+    "script", "style", "noscript", "button", "svg", "iframe", "template", "input",
     "select", "textarea", "canvas", "dialog", "object", "embed", "link", "meta", "head",
     "title", "base", "nav", "footer", "math-field",
 })
@@ -55,7 +55,21 @@ _HEADINGS = {"h1": 1, "h2": 2, "h3": 3, "h4": 4, "h5": 5, "h6": 6}
 _PRE_BLOCKS = frozenset({"div", "p", "li", "tr", "table", "tbody", "pre"})
 # the box itself, not its parts (Docusaurus: admonition_xJq3 > admonitionContent_BuS1)
 _ADMONITION_RE = re.compile(r"(?:^|\s)(?:theme-)?admonition(?:_[A-Za-z0-9]+)?(?:$|\s)")
-_MAX_DEPTH = 120  # each level is ~3 Python frames; lxml itself stops at 255
+_MAX_DEPTH = 120  # each level is ~3 Python frames; deeper, the text is taken flat
+_MATH_TOKENS = frozenset({"math", "arithmatex", "katex", "katex-display", "mathjax"})
+# lexer names (Pygments, Sphinx) → the names markdown highlighters know
+_LANG_NAMES = {"python3": "python", "py3": "python", "ipython3": "python", "ipython": "python",
+               "pycon": "python", "ipython3-console": "python",
+               "shell-session": "console", "text": "", "guess": "", "txt": ""}
+_ANCHOR_TEXT_RE = re.compile(r"^(?:section titled|link to (?:this|the) |permalink|"
+                             r"direct link to|anchor (?:for|link)|copy link)", re.I)
+_SR_ONLY = ("sr-only", "visually-hidden", "screen-reader-text", "visuallyhidden")
+_WIDGET_LINKS = frozenset({"source", "[src]", "[source]", "src", "run", "expand description",
+                           "collapse", "view source", "show source", "copy", "copied!",
+                           "copy code", "edit", "[edit]"})
+_GRID_COLS_RE = re.compile(r"(?:^|\s)(?:[a-z]{2,3}:)?grid-cols-(\d+)(?:$|\s)")
+_GRID_STYLE_RE = re.compile(r"grid-template-columns\s*:\s*([^;]+)")
+_ROLE_CELLS = ("cell", "gridcell", "columnheader", "rowheader")
 _LAYOUT_INSIDE = ".//table|.//pre|.//ul|.//ol|.//h1|.//h2|.//h3|.//blockquote|.//dl"
 
 
@@ -81,18 +95,72 @@ def code_language(pre: Any) -> str:
     for el in candidates:
         lang = el.get("data-lang") or el.get("data-language")
         if lang and lang.strip().lower() not in _NO_LANG:
-            return lang.strip()
+            return _lang_name(lang.strip())
         cls = el.get("class")
         if cls:
             for m in _LANG_CLASS_RE.finditer(cls):
                 if m.group(1).lower() not in _NO_LANG:
-                    return m.group(1)
+                    return _lang_name(m.group(1))
             tokens = cls.split()
             if "sourceCode" in tokens and len(tokens) == 2:  # pandoc: "sourceCode python"
                 lang = tokens[1 - tokens.index("sourceCode")]
                 if lang.lower() not in _NO_LANG:
-                    return lang
+                    return _lang_name(lang)
     return ""
+
+
+def _lang_name(lang: str) -> str:
+    return _LANG_NAMES.get(lang.lower(), lang)
+
+
+def is_math(cls: str) -> bool:
+    """A math wrapper by its class token (``mathjax_ignore``/``tex2jax_ignore`` are not)."""
+    return ("math" in cls or "arithmatex" in cls) and \
+        not _MATH_TOKENS.isdisjoint(cls.split())
+
+
+def code_lines(el: Any) -> bool:
+    """Code without ``<pre>``: a block made only of per-line elements (Doxygen's
+    ``div.fragment`` of ``div.line``)."""
+    first = el[0] if len(el) else None
+    if first is None or not isinstance(first.tag, str) or \
+            "line" not in (first.get("class") or "").split():
+        return False
+    return all(isinstance(c.tag, str) and c.tag in ("div", "span")
+               and "line" in (c.get("class") or "").split() for c in el)
+
+
+def content_form(el: Any) -> bool:
+    """A ``<form>`` that wraps a page's text (ASP.NET pages, listings in a filter form), not
+    only controls and their labels."""
+    if el.find(".//h1") is not None or el.find(".//h2") is not None \
+            or el.find(".//pre") is not None:
+        return True
+    return int(el.xpath(_FORM_TEXT)) >= 200
+
+
+_GRID_NOT_CELL = ("boolean(.//pre|.//table|.//ul|.//ol|.//h1|.//h2|.//h3|.//h4|.//p[2]|"
+                  ".//img|.//blockquote)")
+_FORM_TEXT = ("string-length(normalize-space(.)) - sum(.//*[self::select or self::option or "
+              "self::label or self::button or self::script or self::style]/"
+              "string-length(normalize-space(.)))")
+
+
+def grid_columns(el: Any) -> int:
+    """Columns of a CSS-grid block (Tailwind ``grid-cols-N``, inline grid-template-columns)."""
+    cls = el.get("class") or ""
+    m = _GRID_COLS_RE.search(cls) if "grid-cols-" in cls else None
+    if m:
+        return int(m.group(1))
+    style = el.get("style") or ""
+    if "grid-template-columns" in style:
+        m = _GRID_STYLE_RE.search(style)
+        if m:
+            tracks = m.group(1).strip()
+            rm = re.match(r"repeat\(\s*(\d+)", tracks)
+            return int(rm.group(1)) if rm else len(re.findall(r"(?:[^\s(]+\([^)]*\)|[^\s]+)",
+                                                               tracks))
+    return 0
 
 
 def is_gutter(cls: str) -> bool:
@@ -153,6 +221,7 @@ class Renderer:
         self.flushes = 0
         self.cell = False  # rendering a table cell: one line
         self.tab_labels: list[str] = []
+        self.panel_labels: dict[Any, str] = {}
         self.depth = 0
 
     # --- output ------------------------------------------------------------------------------
@@ -243,17 +312,20 @@ class Renderer:
             return tag != "script" or not (el.get("type") or "").startswith("math/tex")
         if el in self.widgets:
             return True
+        if tag == "form":
+            return not content_form(el)
         attrib = el.attrib
         if not attrib:
             return False
         role = attrib.get("role")
         if "hidden" in attrib or attrib.get("aria-hidden", "").lower() == "true":
-            return role != "tabpanel"  # hidden tabs are content: one section per tab
+            # hidden tabs are content: one section per tab
+            return role != "tabpanel" and el not in self.panel_labels
         if role and role in self.nav_roles:
             return True
         style = attrib.get("style")
         if style and "display:none" in style.replace(" ", "").lower():
-            return role != "tabpanel"
+            return role != "tabpanel" and el not in self.panel_labels
         cls = attrib.get("class")
         if cls and tag in ("a", "span", "td", "div") and is_gutter(cls):
             return True
@@ -261,10 +333,23 @@ class Renderer:
             if cls and not _PERMALINK_CLASSES.isdisjoint(cls.split()):
                 return True
             href = attrib.get("href", "")
-            if href.startswith("#") and \
-                    "".join(el.itertext()).strip(" \u200b\n\t") in _PERMALINK_TEXTS:
+            if href.startswith("#"):
+                text = "".join(el.itertext()).strip(" \u200b\n\t")
+                if text in _PERMALINK_TEXTS or _ANCHOR_TEXT_RE.match(text):
+                    return True  # a heading's anchor, its screen-reader text included
+            if cls and self._widget_link(el):
                 return True
+        elif tag == "summary" and self._widget_link(el):
+            return True  # rustdoc's "Expand description": the details stay
         return False
+
+    def _widget_link(self, el: Any) -> bool:
+        """A control's word as a whole link ("source", "Run", "Expand description"), not a
+        word of a sentence or of a list of links."""
+        text = " ".join("".join(el.itertext()).split()).lower()
+        if text not in _WIDGET_LINKS:
+            return False
+        return next(el.iterancestors("p", "li", "td", "th"), None) is None
 
     def node(self, el: Any) -> None:
         if self.depth > _MAX_DEPTH:  # pathological nesting: its text, without recursion
@@ -311,21 +396,32 @@ class Renderer:
     # --- blocks ------------------------------------------------------------------------------
 
     def block(self, el: Any) -> None:
+        if el in self.panel_labels:
+            self.tab_label(self.panel_labels.pop(el))
         cls = el.get("class")
         if cls:
-            if "admonition" in cls and _ADMONITION_RE.search(cls):
+            if is_admonition(el, cls):
                 return self.admonition(el)
+            if "grid" in cls and self.grid(el):
+                return None
             if "tabbed-labels" in cls:
                 return self.tablist(el)
             if "tabbed-block" in cls or el.get("role") == "tabpanel":
                 return self.tabpanel(el)
-            if "math" in cls or "arithmatex" in cls:
+            if is_math(cls):
                 return self.math_block(el)
         role = el.get("role")
-        if role == "tablist":
-            return self.tablist(el)
-        if role == "tabpanel":
-            return self.tabpanel(el)
+        if role:
+            if role == "tablist":
+                return self.tablist(el)
+            if role == "tabpanel":
+                return self.tabpanel(el)
+            if role in ("table", "grid", "treegrid"):
+                return self.role_table(el)
+        elif el.get("style") and self.grid(el):
+            return None
+        if len(el) and code_lines(el):
+            return self.pre(el)
         self.block_children(el)
 
     def bold_block(self, el: Any) -> None:
@@ -339,38 +435,68 @@ class Renderer:
         self.brk(2)
 
     def admonition(self, el: Any) -> None:
-        """Note/warning boxes of Sphinx, MkDocs and Docusaurus: a block quote, title in bold."""
+        """Note/warning boxes of Sphinx, MkDocs, Docusaurus, Starlight, VitePress, Asciidoctor:
+        a block quote, the label in bold (also when it is aria-hidden or only an icon's
+        ``title``)."""
         self.brk(2)
         self.stack.append(["> ", "> ", False])
+        icon = el.find(".//td[@class='icon']")  # Asciidoctor: a table of icon and content
+        if icon is not None and icon.getnext() is not None:
+            self.label(_label_of(icon))
+            self.children(icon.getnext())
+            self.brk(2)
+            self.stack.pop()
+            return
         titled = False
         if el.text and el.text.strip():
             self.text(el.text)
         for child in el:
-            if not self.skip(child):
-                cls = (child.get("class") or "").lower()
-                if not titled and ("title" in cls or "heading" in cls or child.tag == "summary"):
-                    self.bold_block(child)
-                    titled = True
-                else:
-                    self.node(child)
+            cls = (child.get("class") or "").lower() if isinstance(child.tag, str) else ""
+            if not titled and ("title" in cls or "heading" in cls or "label" in cls
+                               or child.tag == "summary"):
+                self.label(_label_of(child))
+                titled = True
+            elif not self.skip(child):
+                if not titled and el.get("aria-label"):
+                    self.label(_collapse(el.get("aria-label")))
+                titled = True
+                self.node(child)
             if child.tail:
                 self.text(child.tail)
         self.brk(2)
         self.stack.pop()
 
-    def tablist(self, el: Any) -> None:
-        """Tab labels are remembered and printed above their panels, not as a row of words."""
+    def label(self, text: str) -> None:
         self.brk(2)
-        tabs = el.xpath(".//*[@role='tab']") or el.findall(".//label")
-        self.tab_labels = [_collapse("".join(t.itertext())) for t in tabs]
+        if text:
+            self.emit(["**" + escape_text(text) + "**"])
+        self.brk(2)
+
+    def tablist(self, el: Any) -> None:
+        """Tab labels are remembered and printed above their panels, not as a row of words:
+        a panel is found by the tab's ``aria-controls``/``href``/``for``, else by order
+        among the next block's children, else each ``role=tabpanel`` takes the next label."""
+        self.brk(2)
+        tabs = el.xpath(".//*[@role='tab']") or el.findall(".//label") or \
+            [c for c in el if isinstance(c.tag, str)]
+        labels = [_collapse("".join(t.itertext())) for t in tabs]
+        panels = _tab_panels(el, tabs)
+        if panels:
+            self.panel_labels.update(zip(panels, labels))
+            self.tab_labels = []
+        else:
+            self.tab_labels = labels
+
+    def tab_label(self, label: str) -> None:
+        self.brk(2)
+        if label:
+            self.emit(["**" + escape_text(label) + "**"])
+            self.sep = 2
 
     def tabpanel(self, el: Any) -> None:
         self.brk(2)
         if self.tab_labels:
-            label = self.tab_labels.pop(0)
-            if label:
-                self.emit(["**" + escape_text(label) + "**"])
-                self.sep = 2
+            self.tab_label(self.tab_labels.pop(0))
         self.block_children(el)
 
     def block_children(self, el: Any) -> None:
@@ -471,7 +597,10 @@ class Renderer:
         style = attrib.get("style")
         return bool(style) and "display:none" in style.replace(" ", "").lower()
 
-    def _pre_walk(self, el: Any, out: list[str]) -> None:
+    def _pre_walk(self, el: Any, out: list[str], depth: int = 0) -> None:
+        if depth > _MAX_DEPTH:  # pathological nesting: the text, without recursion
+            out.append("".join(el.itertext()))
+            return
         if el.text:
             out.append(el.text)
         for child in el:
@@ -484,13 +613,13 @@ class Renderer:
                 if tag in _PRE_BLOCKS:  # one <div> per line (Docusaurus, Shiki, Expressive)
                     if out and not out[-1].endswith("\n"):
                         out.append("\n")
-                    self._pre_walk(child, out)
+                    self._pre_walk(child, out, depth + 1)
                     if out and not out[-1].endswith("\n"):
                         out.append("\n")
                     if child.tail and not child.tail.strip():
                         continue  # the newline between two line <div>s is that line's end
                 else:
-                    self._pre_walk(child, out)
+                    self._pre_walk(child, out, depth + 1)
             if child.tail:
                 out.append(child.tail)
 
@@ -505,11 +634,16 @@ class Renderer:
         rows = self._rows(el)
         width = max((len(r) for r in rows), default=0)
         if width < 2 or self.cell or el.xpath(_LAYOUT_INSIDE):
-            return self.block(el)  # layout table: its cells are blocks
+            return self.block_children(el)  # layout table: its cells are blocks
         self.brk(2)
         caption = el.find("caption")
         if caption is not None and not self.skip(caption):
             self.bold_block(caption)
+        if len(rows) >= 3 and rows[0][0] and not any(rows[0][1:]) and len(rows[0]) == width:
+            self.label(rows.pop(0)[0])  # one cell across the table: its title, not its header
+        self.emit_rows(rows, width)
+
+    def emit_rows(self, rows: list[list[str]], width: int) -> None:
         lines = []
         for i, row in enumerate(rows):
             row = row + [""] * (width - len(row))
@@ -519,6 +653,39 @@ class Renderer:
         self.brk(2)
         self.emit(lines)
         self.brk(2)
+
+    def role_table(self, el: Any) -> None:
+        """``role=table``/``grid`` built of divs: rows and cells by their roles."""
+        rows = []
+        for row in el.xpath(".//*[@role='row']"):
+            if self.skip(row):
+                continue
+            cells = [c for c in row.iter() if c.get("role") in _ROLE_CELLS
+                     and not self.skip(c)]
+            if cells:
+                rows.append([self._cell(c) for c in cells])
+        width = max((len(r) for r in rows), default=0)
+        if width < 2 or self.cell:
+            return self.block_children(el)
+        self.brk(2)
+        self.emit_rows(rows, width)
+
+    def grid(self, el: Any) -> bool:
+        """A CSS grid of short cells (a summary table drawn with divs): a table whose first
+        row is the header; False when it is a grid of cards or blocks."""
+        n = grid_columns(el)
+        if n < 2 or self.cell:
+            return False
+        cells = [c for c in el if isinstance(c.tag, str) and not self.skip(c)]
+        if len(cells) < 2 * n or len(cells) % n:
+            return False
+        for c in cells:
+            if c.xpath(_GRID_NOT_CELL):
+                return False
+        rows = [[self._cell(c) for c in cells[i:i + n]] for i in range(0, len(cells), n)]
+        self.brk(2)
+        self.emit_rows(rows, n)
+        return True
 
     def _rows(self, table: Any) -> list[list[str]]:
         rows: list[list[str]] = []
@@ -579,7 +746,7 @@ class Renderer:
 
     def code(self, el: Any) -> None:
         cls = el.get("class")
-        if cls and ("math" in cls or "arithmatex" in cls):
+        if cls and is_math(cls):
             return self.raw_text("".join(el.itertext()))
         text = "".join(el.itertext())
         self.text_chars += len(text)
@@ -668,7 +835,7 @@ class Renderer:
 
     def span(self, el: Any) -> None:
         cls = el.get("class")
-        if cls and ("math" in cls or "arithmatex" in cls):
+        if cls and is_math(cls):
             return self.raw_text("".join(el.itertext()))
         self.children(el)
 
@@ -682,6 +849,65 @@ class Renderer:
 
 def _collapse(text: str | None) -> str:
     return " ".join(text.split()) if text else ""
+
+
+_ADMONITION_WORDS = frozenset({"starlight-aside", "custom-block", "callout", "nextra-callout",
+                               "markdown-alert", "admonitionblock"})
+_DOCBOOK_BOXES = frozenset({"note", "warning", "tip", "caution", "important", "danger", "hint"})
+
+
+def is_admonition(el: Any, cls: str) -> bool:
+    """A note/tip box: by the generators' names for it, or a DocBook-style ``div.note``
+    whose first child is its title."""
+    if "admonition" in cls and _ADMONITION_RE.search(cls):
+        return True
+    tokens = cls.split()
+    if not _ADMONITION_WORDS.isdisjoint(tokens):
+        return True
+    if len(tokens) == 1 and tokens[0] in _DOCBOOK_BOXES and len(el):
+        first = el[0]
+        return isinstance(first.tag, str) and "title" in (first.get("class") or "")
+    return False
+
+
+def _label_of(el: Any) -> str:
+    """An admonition's label: its text, else an icon's ``title`` or ``aria-label``."""
+    text = _collapse("".join(t for t in el.xpath(".//text()[not(ancestor::svg)]")))
+    if text:
+        return text
+    for node in el.iter():
+        for attr in ("title", "aria-label", "alt"):
+            if node.get(attr):
+                return _collapse(node.get(attr))
+    return ""
+
+
+def _tab_panels(tablist: Any, tabs: list[Any]) -> list[Any]:
+    """The panel of each tab, in order, or [] when they cannot all be found."""
+    root = tablist.getroottree().getroot()
+    panels = []
+    for t in tabs:
+        href = t.get("href") or ""
+        ref = t.get("aria-controls") or t.get("for") or (href[1:] if href[:1] == "#" else "")
+        found = root.xpath("//*[@id=$i]", i=ref) if ref else []
+        if not found or found[0].tag == "input":
+            break
+        panels.append(found[0])
+    if len(panels) == len(tabs):
+        return panels
+    node = tablist
+    for _ in range(2):  # the block after the tab bar (or after its wrapper) holds the panels
+        nxt = node.getnext()
+        while nxt is not None and not isinstance(nxt.tag, str):
+            nxt = nxt.getnext()
+        if nxt is not None:
+            kids = [c for c in nxt if isinstance(c.tag, str)]
+            if len(kids) == len(tabs):
+                return kids
+        node = node.getparent()
+        if node is None:
+            break
+    return []
 
 
 _HANDLERS: dict[str, Any] = {
