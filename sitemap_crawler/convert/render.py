@@ -33,7 +33,7 @@ NAV_ROLES = frozenset({"navigation", "banner", "contentinfo", "search"})
 BODY_NAV_ROLES = NAV_ROLES | {"complementary"}
 _PERMALINK_CLASSES = frozenset({"headerlink", "hash-link", "anchor-link", "anchorjs-link",
                                 "header-anchor", "heading-anchor", "permalink"})
-_PERMALINK_TEXTS = frozenset({"", "¶", "§", "#", "🔗", "⚓"})
+_PERMALINK_TEXTS = frozenset({"", "¶", "§", "#", "🔗", "⚓", "◆"})
 _GUTTER_TOKENS = frozenset({"linenos", "lineno", "linenodiv", "ln", "lnt", "gutter",
                             "line-numbers-rows", "hljs-ln-numbers", "line-number"})
 _GUTTER_RE = re.compile(r"line-?numbers?(?!-)|linenos|lineno(?!-)", re.I)
@@ -65,6 +65,7 @@ _ANCHOR_TEXT_RE = re.compile(r"^(?:section titled|link to (?:this|the) |permalin
                              r"direct link to|anchor (?:for|link)|copy link)", re.I)
 _SR_ONLY = ("sr-only", "visually-hidden", "screen-reader-text", "visuallyhidden")
 _WIDGET_LINKS = frozenset({"source", "[src]", "[source]", "src", "run", "expand description",
+                           "[−]", "[+]", "[-]",
                            "collapse", "view source", "show source", "copy", "copied!",
                            "copy code", "edit", "[edit]"})
 _GRID_COLS_RE = re.compile(r"(?:^|\s)(?:[a-z]{2,3}:)?grid-cols-(\d+)(?:$|\s)")
@@ -160,6 +161,24 @@ def grid_columns(el: Any) -> int:
             rm = re.match(r"repeat\(\s*(\d+)", tracks)
             return int(rm.group(1)) if rm else len(re.findall(r"(?:[^\s(]+\([^)]*\)|[^\s]+)",
                                                                tracks))
+    return _column_period(el) if "table" in cls or "grid" in cls else 0
+
+
+def _column_period(el: Any) -> int:
+    """Columns of a grid whose cells name their column (Javadoc's ``summary-table`` of
+    ``col-first``/``col-second``/``col-last`` divs): the period of those names."""
+    keys = []
+    for c in el:
+        if not isinstance(c.tag, str):
+            continue
+        key = [t for t in (c.get("class") or "").split() if t.startswith("col")]
+        if not key:
+            return 0
+        keys.append(key[0])
+    for n in range(2, min(9, len(keys) // 2 + 1)):
+        if len(keys) % n == 0 and len(set(keys[:n])) == n and \
+                all(k == keys[i % n] for i, k in enumerate(keys)):
+            return n
     return 0
 
 
@@ -334,10 +353,10 @@ class Renderer:
                 return True
             href = attrib.get("href", "")
             if href.startswith("#"):
-                text = "".join(el.itertext()).strip(" \u200b\n\t")
+                text = "".join(el.itertext()).strip(" \u200b\xa0\n\t")
                 if text in _PERMALINK_TEXTS or _ANCHOR_TEXT_RE.match(text):
                     return True  # a heading's anchor, its screen-reader text included
-            if cls and self._widget_link(el):
+            if (cls or href.startswith("javascript:")) and self._widget_link(el):
                 return True
         elif tag == "summary" and self._widget_link(el):
             return True  # rustdoc's "Expand description": the details stay
@@ -402,7 +421,7 @@ class Renderer:
         if cls:
             if is_admonition(el, cls):
                 return self.admonition(el)
-            if "grid" in cls and self.grid(el):
+            if ("grid" in cls or "table" in cls) and self.grid(el):
                 return None
             if "tabbed-labels" in cls:
                 return self.tablist(el)
@@ -482,7 +501,7 @@ class Renderer:
         labels = [_collapse("".join(t.itertext())) for t in tabs]
         panels = _tab_panels(el, tabs)
         if panels:
-            self.panel_labels.update(zip(panels, labels))
+            self.panel_labels.update(zip(panels, labels, strict=True))
             self.tab_labels = []
         else:
             self.tab_labels = labels
