@@ -99,9 +99,9 @@ def main() -> None:
         for gen in sorted(per_gen):
             print(f"  {gen:<20} {json.dumps(summary[gen])}")
     if len(results) == 2:
-        print(f"\n| generator | pages | F1 ours | F1 traf. | code ours | code traf. | "
-              f"tables ours | tables traf. | headings ours | headings traf. | "
-              f"leaked ours | leaked traf. |")
+        print("\n| generator | pages | F1 ours | F1 traf. | code ours | code traf. | "
+              "tables ours | tables traf. | headings ours | headings traf. | "
+              "leaked ours | leaked traf. |")
         print("| --- " * 12 + "|")
         o, t = results["ours"], results["trafilatura"]
         for gen in sorted(k for k in o if isinstance(o[k], dict)):

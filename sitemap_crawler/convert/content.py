@@ -28,7 +28,7 @@ from typing import Any
 
 from lxml import etree
 
-from sitemap_crawler.convert.render import BOILERPLATE
+from sitemap_crawler.convert.render import BOILERPLATE, grid_columns
 
 _STRONG_WORDS = (
     "breadcrumbs?|pagination|pager|paginator|sidebar|side-bar|navbar|nav-bar|footer|toc|"
@@ -266,9 +266,31 @@ def _density_root(body: Any) -> Any:
     while True:
         best = max((c for c in node if isinstance(c.tag, str)), key=lambda c: scores.get(c, 0),
                    default=None)
-        if best is None or scores.get(best, 0) < 0.75 * total:
+        if best is None or scores.get(best, 0) < 0.75 * total or _one_of_sections(best):
             return node
         node = best
+
+
+def _one_of_sections(el: Any) -> bool:
+    """Is ``el`` one titled section among sibling sections of the same kind (DocBook's
+    ``refsect1``s, ``section``s)?  The page is all of them, not its longest one."""
+    if not _titled(el):
+        return False
+    cls = el.get("class")
+    parent = el.getparent()
+    return parent is not None and any(
+        s is not el and s.tag == el.tag and s.get("class") == cls and _titled(s)
+        for s in parent)
+
+
+def _titled(el: Any) -> bool:
+    first = next((c for c in el if isinstance(c.tag, str)), None)
+    if first is None:
+        return False
+    if first.tag in _HEADING_TAGS:
+        return True  # DocBook puts the heading one level down: div.titlepage > div > h2
+    return first.find(".//h1") is not None or first.find(".//h2") is not None or \
+        first.find(".//h3") is not None
 
 
 def _widgets(root: Any, news: bool) -> set[Any]:
@@ -303,10 +325,19 @@ def _widgets(root: Any, news: bool) -> set[Any]:
             weak = not strong and _WEAK_RE.search(names)
         if not (strong or weak) or _CONTENT_RE.search(names):
             continue
+        if el.get("role") == "tablist" or el.find(".//*[@role='tab']") is not None:
+            continue  # tab labels: the renderer puts each above its panel
+        parent = el.getparent()
+        if parent is not None and grid_columns(parent):
+            continue  # a cell of a grid table ("table-header col-first")
         size = text_len(el)
+        links = _link_len(el)
+        if strong and size and links / size > 0.5 and size < 0.6 * root_len and \
+                not any(True for _ in el.iter("h1", "h2", "pre")):
+            out.add(el)  # a navigation table (DocBook's navheader: Prev, Up, Next) is a widget
+            continue
         if protected(el, size, 0.6 if strong else 0.4) or _holds_prose(el, names):
             continue
-        links = _link_len(el)
         if strong or (size and links / size > 0.5) or size < 80:
             out.add(el)
     for lst in root.iter("ul", "ol"):
@@ -350,14 +381,14 @@ def _holds_prose(el: Any, names: str) -> bool:
             el.find(".//form") is not None or el.find(".//textarea") is not None
             or len(el.xpath(_COMMENT_ITEMS)) >= 2):
         return False
-    paras = [p for p in el.iter("p") if _prose(p)]
+    paras = [p for p in el.iter("p") if _prose(p, 80)]
     return len(paras) >= 2 or (len(paras) == 1 and el.find(".//a") is None)
 
 
-def _prose(p: Any) -> bool:
+def _prose(p: Any, least: int = 150) -> bool:
     """A paragraph a person wrote: long enough, and mostly not links."""
     text = "".join(p.itertext())
-    return len(text) >= 150 and _link_len(p) < 0.3 * len(text)
+    return len(text) >= least and _link_len(p) < 0.3 * len(text)
 
 
 def _climb(el: Any, root: Any, limit: int) -> Any:

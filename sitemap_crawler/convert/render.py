@@ -20,6 +20,8 @@ import re
 from typing import Any
 from urllib.parse import urljoin, urlsplit, urlunsplit
 
+from lxml import etree
+
 # Elements that are never content, even inside <main>: nav (breadcrumbs, prev/next, TOC) and
 # footer ("last updated", "edit this page") are there too, so that they do not move the
 # content hash.  BOILERPLATE (+ header, aside) applies when the content is the whole <body>.
@@ -137,14 +139,16 @@ def content_form(el: Any) -> bool:
     if el.find(".//h1") is not None or el.find(".//h2") is not None \
             or el.find(".//pre") is not None:
         return True
-    return int(el.xpath(_FORM_TEXT)) >= 200
+    text = int(_TEXT_LEN(el))
+    if text < 200:
+        return False
+    return text - sum(int(_TEXT_LEN(c)) for c in el.iter(
+        "select", "label", "button", "script", "style", "textarea")) >= 200
 
 
 _GRID_NOT_CELL = ("boolean(.//pre|.//table|.//ul|.//ol|.//h1|.//h2|.//h3|.//h4|.//p[2]|"
                   ".//img|.//blockquote)")
-_FORM_TEXT = ("string-length(normalize-space(.)) - sum(.//*[self::select or self::option or "
-              "self::label or self::button or self::script or self::style]/"
-              "string-length(normalize-space(.)))")
+_TEXT_LEN = etree.XPath("string-length(normalize-space(.))")
 
 
 def grid_columns(el: Any) -> int:
@@ -546,7 +550,7 @@ class Renderer:
         self.stack.pop()
 
     def list_(self, el: Any) -> None:
-        if el.get("role") == "tablist":
+        if el.get("role") == "tablist" or (len(el) and el.find("*/*[@role='tab']") is not None):
             return self.tablist(el)
         in_item = any(not item[1].startswith(">") for item in self.stack)
         self.brk(1 if in_item else 2)
