@@ -27,6 +27,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from lxml import etree
 
+from bench.generator_builds import built
 from bench.quality import html_text
 
 
@@ -38,6 +39,7 @@ class Generator:
     content: tuple[str, ...]  # XPaths of the content element, first match wins
     drop: tuple[str, ...] = ()  # XPaths (relative to it) of the generator's own chrome
     licence: str = ""  # when the package's copyright file does not name it first
+    built: str = ""  # built here by bench/generator_builds.py instead of a Debian package
     exclude: str = r"(?:genindex|search|py-modindex|index_?[a-z]?|globals.*|functions.*|" \
                    r"files|annotated.*|classes|hierarchy|namespace.*members.*|modules)\.html$"
 
@@ -93,6 +95,23 @@ GENERATORS = [
               "libcommons-lang3-java/api/org/apache/commons/lang3/*.html", ("//main",), ()),
     Generator("mkdocs-bootstrap", "mkdocs-doc", "mkdocs/html/**/*.html",
               ("//div[@role='main']",), _PERMALINKS),
+    Generator("pdoc", "", "*.html", ("//main",),
+              (".//a[@class='headerlink']", ".//label[contains(@class,'view-source')]",
+               ".//div[contains(@class,'pdoc-code')]", ".//input"),
+              licence="PSF-2.0 (CPython docstrings)", built="pdoc"),
+    Generator("typedoc", "", "*/*.html", ("//div[@class='col-content']",),
+              (".//ul[contains(@class,'tsd-breadcrumb')]", ".//*[contains(@class,'tsd-anchor')]",
+               ".//aside[contains(@class,'tsd-sources')]", ".//svg",
+               ".//section[contains(@class,'tsd-index-panel')]"),
+              licence="Apache-2.0 (TypeDoc's own declarations)", built="typedoc"),
+    Generator("vitepress", "", "*.html", ("//div[contains(@class,'vp-doc')]",),
+              (".//a[contains(@class,'header-anchor')]", ".//span[@class='lang']",
+               ".//button"), licence="npm packages' READMEs (mostly MIT)", built="vitepress"),
+    Generator("starlight", "", "*/index.html", ("//main",),
+              (".//a[contains(@class,'sl-anchor-link')]", ".//footer",
+               ".//mobile-starlight-toc"),
+              licence="npm packages' READMEs (mostly MIT)", built="starlight",
+              exclude=r"^404"),
 ]
 
 
@@ -202,10 +221,13 @@ def build(workdir: Path, per_gen: int = 20, seed: int = 19,
         records = json.loads(cache.read_text())
         return [r for r in records if not only or r["generator"] in only]
     gens = [g for g in GENERATORS if not only or g.name in only]
-    doc = _download(workdir, {g.package for g in gens})
+    doc = _download(workdir, {g.package for g in gens if g.package})
     records = []
     for g in gens:
-        paths = sorted(p for p in doc.glob(g.pages)
+        base = built(workdir, g.built) if g.built else doc
+        if base is None:
+            continue
+        paths = sorted(p for p in base.glob(g.pages)
                        if p.is_file() and not re.search(g.exclude, p.name)
                        and "_source" not in p.name and p.stat().st_size < 2_000_000)
         random.Random(f"{seed}-{g.name}").shuffle(paths)

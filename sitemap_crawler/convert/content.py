@@ -28,7 +28,7 @@ from typing import Any
 
 from lxml import etree
 
-from sitemap_crawler.convert.render import BOILERPLATE, grid_columns
+from sitemap_crawler.convert.render import BOILERPLATE, code_lines, grid_columns
 
 _STRONG_WORDS = (
     "breadcrumbs?|pagination|pager|paginator|sidebar|side-bar|navbar|nav-bar|footer|toc|"
@@ -76,6 +76,8 @@ _NOT_TEXT = ("script", "style", "noscript", "template")
 _NEWS_KINDS = frozenset({"article", "articleBody"})
 _COMMENT_RE = re.compile(r"comment", re.I)
 _COMMENT_ITEMS = ".//*[contains(@class, 'comment') or contains(@id, 'comment')]"
+_ITEMS = ".//article|.//li"
+_BYLINE_RE = re.compile(r"byline|author|dateline|published", re.I)
 _NAMED_OUTSIDE_CODE = etree.XPath(
     ".//*[@class or @id][not(ancestor-or-self::pre)][not(ancestor-or-self::code)]")
 # (the cheap length test first: normalize-space() builds a string per text node)
@@ -266,21 +268,25 @@ def _density_root(body: Any) -> Any:
     while True:
         best = max((c for c in node if isinstance(c.tag, str)), key=lambda c: scores.get(c, 0),
                    default=None)
-        if best is None or scores.get(best, 0) < 0.75 * total or _one_of_sections(best):
+        if best is None or scores.get(best, 0) < 0.75 * total or \
+                _one_of_sections(best, scores):
             return node
         node = best
 
 
-def _one_of_sections(el: Any) -> bool:
+def _one_of_sections(el: Any, scores: dict[Any, float]) -> bool:
     """Is ``el`` one titled section among sibling sections of the same kind (DocBook's
-    ``refsect1``s, ``section``s)?  The page is all of them, not its longest one."""
+    ``refsect1``s, ``section``s) that carry text too?  The page is all of them, not its
+    longest one."""
     if not _titled(el):
         return False
     cls = el.get("class")
     parent = el.getparent()
-    return parent is not None and any(
-        s is not el and s.tag == el.tag and s.get("class") == cls and _titled(s)
-        for s in parent)
+    if parent is None:
+        return False
+    others = sum(scores.get(s, 0.0) for s in parent
+                 if s is not el and s.tag == el.tag and s.get("class") == cls and _titled(s))
+    return others >= 0.15 * scores.get(el, 0.0)
 
 
 def _titled(el: Any) -> bool:
@@ -310,19 +316,19 @@ def _widgets(root: Any, news: bool) -> set[Any]:
     # code is never a widget (Prism marks comments <span class="token comment">); libxml2
     # selects the named elements outside code, Python looks only at those
     for el in _NAMED_OUTSIDE_CODE(root):
-        # a class word never removes inline text, a heading or a term (rustdoc's
-        # h4.code-header, mdBook's a.header, Asciidoctor's b.menu, a span.comment in code)
+        # a class word never removes a heading or a term (rustdoc's h4.code-header), nor
+        # inline text in a sentence or a line of code (Asciidoctor's b.menu, span.comment)
         tag = el.tag
         if tag in _TERMS:
             continue
         names = _names(el)
         if not names or not _ANY_WORD_RE.search(names):
             continue
-        if tag in _INLINE_MORE:  # only a news page's credit or byline, by name
-            strong, weak = news and _NEWS_RE.search(names), False
-        else:
-            strong = _STRONG_RE.search(names) or (news and _NEWS_RE.search(names))
-            weak = not strong and _WEAK_RE.search(names)
+        news_word = news and _NEWS_RE.search(names)
+        if tag in _INLINE_MORE and not news_word and _in_text(el):
+            continue  # a word of a sentence, a heading or a line of code (b.menu, span.comment)
+        strong = _STRONG_RE.search(names) or news_word
+        weak = not strong and _WEAK_RE.search(names)
         if not (strong or weak) or _CONTENT_RE.search(names):
             continue
         if el.get("role") == "tablist" or el.find(".//*[@role='tab']") is not None:
@@ -336,7 +342,8 @@ def _widgets(root: Any, news: bool) -> set[Any]:
                 not any(True for _ in el.iter("h1", "h2", "pre")):
             out.add(el)  # a navigation table (DocBook's navheader: Prev, Up, Next) is a widget
             continue
-        if protected(el, size, 0.6 if strong else 0.4) or _holds_prose(el, names):
+        if protected(el, size, 0.6 if strong else 0.4) or \
+                (links <= 0.3 * size and _holds_prose(el, names, news)):
             continue
         if strong or (size and links / size > 0.5) or size < 80:
             out.add(el)
@@ -373,15 +380,35 @@ def _widgets(root: Any, news: bool) -> set[Any]:
     return out
 
 
-def _holds_prose(el: Any, names: str) -> bool:
+_TEXT_BLOCKS = frozenset({"p", "li", "dd", "dt", "td", "th", "blockquote", "pre", "code",
+                          "h1", "h2", "h3", "h4", "h5", "h6"})
+
+
+def _in_text(el: Any) -> bool:
+    """Is an inline element part of running text or code, rather than a block of its own?"""
+    node = el.getparent()
+    for _ in range(4):
+        if node is None:
+            return False
+        if node.tag in _TEXT_BLOCKS or code_lines(node):
+            return True
+        node = node.getparent()
+    return False
+
+
+def _holds_prose(el: Any, names: str, news: bool) -> bool:
     """Written text under a boilerplate-sounding name (TypeDoc's ``tsd-comment`` doc
     comment, a post in a ``byline``-named box) is content, unless it is a comment thread:
     several items named like comments, or a reply form."""
     if _COMMENT_RE.search(names) and (
             el.find(".//form") is not None or el.find(".//textarea") is not None
-            or len(el.xpath(_COMMENT_ITEMS)) >= 2):
+            or el.find(".//img") is not None or len(el.xpath(_COMMENT_ITEMS)) >= 2
+            or len(el.xpath(_ITEMS)) >= 2):
         return False
     paras = [p for p in el.iter("p") if _prose(p, 80)]
+    if news and _NEWS_RE.search(names):  # a story in a byline box, not a gallery's captions
+        return len(paras) >= 3 and bool(_BYLINE_RE.search(names)) and \
+            el.find(".//img") is None
     return len(paras) >= 2 or (len(paras) == 1 and el.find(".//a") is None)
 
 

@@ -137,13 +137,13 @@ def content_form(el: Any) -> bool:
     """A ``<form>`` that wraps a page's text (ASP.NET pages, listings in a filter form), not
     only controls and their labels."""
     if el.find(".//h1") is not None or el.find(".//h2") is not None \
-            or el.find(".//pre") is not None:
+            or el.find(".//pre") is not None or el.find(".//article") is not None:
         return True
     text = int(_TEXT_LEN(el))
-    if text < 200:
+    if text < 1000:
         return False
     return text - sum(int(_TEXT_LEN(c)) for c in el.iter(
-        "select", "label", "button", "script", "style", "textarea")) >= 200
+        "select", "label", "button", "script", "style", "textarea")) >= 1000
 
 
 _GRID_NOT_CELL = ("boolean(.//pre|.//table|.//ul|.//ol|.//h1|.//h2|.//h3|.//h4|.//p[2]|"
