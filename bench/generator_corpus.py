@@ -97,10 +97,11 @@ GENERATORS = [
               ("//div[@role='main']",), _PERMALINKS),
     Generator("pdoc", "", "*.html", ("//main",),
               (".//a[@class='headerlink']", ".//label[contains(@class,'view-source')]",
-               ".//div[contains(@class,'pdoc-code')]", ".//input"),
+               ".//input[contains(@class,'view-source')]/following-sibling::div"
+               "[contains(@class,'pdoc-code')]", ".//input"),
               licence="PSF-2.0 (CPython docstrings)", built="pdoc"),
     Generator("typedoc", "", "*/*.html", ("//div[@class='col-content']",),
-              (".//ul[contains(@class,'tsd-breadcrumb')]", ".//*[contains(@class,'tsd-anchor')]",
+              (".//ul[contains(@class,'tsd-breadcrumb')]", ".//a[contains(@class,'tsd-anchor-icon')]",
                ".//aside[contains(@class,'tsd-sources')]", ".//svg",
                ".//section[contains(@class,'tsd-index-panel')]"),
               licence="Apache-2.0 (TypeDoc's own declarations)", built="typedoc"),
@@ -159,11 +160,14 @@ def _code(el: Any) -> str:
             if isinstance(c.tag, str):
                 if c.tag == "br":
                     out.append("\n")
-                elif not is_gutter(c.get("class") or ""):
-                    line = c.tag == "div" and "line" in (c.get("class") or "").split()
+                elif not is_gutter(c.get("class") or "") and c.get("aria-hidden") != "true":
+                    line = c.tag in ("div", "p", "li", "tr")  # one block per line
+                    if line and out and not out[-1].endswith("\n"):
+                        out.append("\n")
                     walk(c)
                     if line:
-                        out.append("\n")
+                        if out and not out[-1].endswith("\n"):
+                            out.append("\n")
                         if c.tail and not c.tail.strip():
                             continue  # the newline between two line <div>s ends that line
             if c.tail:

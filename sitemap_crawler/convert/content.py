@@ -62,7 +62,7 @@ _WIDGET_TEXT_RE = re.compile(
     r"on this page|in this (?:article|page)|table of contents|"
     r"share(?: this)?(?: article| page| story)?\s*:?\s*$|print(?: this)?(?: page)?\s*$|"
     r"published\b|image \d+ of \d+|version\s*:?\s*v?\d|v\d+(?:\.\d+)+\s*$|tags?\s*:|"
-    r"back to top|skip to|"
+    r"back to top|skip to|defined in \S+\.\w+:\d+\s*$|"
     r"(?:« ?|← ?|‹ ?)?(?:previous|prev|next)(?: ?»| ?→| ?›)?\s*(?:page|article|post|chapter)?"
     r"\s*:?\s*$|advertisement\s*$|sign up for|subscribe to|follow us)", re.I)
 _KEEP_TAGS = frozenset({"h1", "h2", "pre", "table"})
@@ -77,6 +77,8 @@ _NEWS_KINDS = frozenset({"article", "articleBody"})
 _COMMENT_RE = re.compile(r"comment", re.I)
 _COMMENT_ITEMS = ".//*[contains(@class, 'comment') or contains(@id, 'comment')]"
 _ITEMS = ".//article|.//li"
+_SOURCE_TOGGLES = frozenset({"view source", "show source", "source code", "view source code",
+                             "show source code"})
 _BYLINE_RE = re.compile(r"byline|author|dateline|published", re.I)
 _NAMED_OUTSIDE_CODE = etree.XPath(
     ".//*[@class or @id][not(ancestor-or-self::pre)][not(ancestor-or-self::code)]")
@@ -242,7 +244,7 @@ def _own_text(el: Any) -> tuple[str, int]:
     return " ".join("".join(parts).split()), links
 
 
-def _density_root(body: Any) -> Any:
+def _density_root(body: Any) -> tuple[Any, dict[Any, float]]:
     """The deepest element holding 75 % of the text score (readability-like): every element
     whose own text is a paragraph (25+ characters) scores for itself and its ancestors."""
     scores: dict[Any, float] = {}
@@ -263,15 +265,39 @@ def _density_root(body: Any) -> Any:
                 scores[parent] = scores.get(parent, 0.0) + own
     total = scores.get(body, 0.0)
     if not total:
-        return body
+        return body, scores
     node = body
     while True:
         best = max((c for c in node if isinstance(c.tag, str)), key=lambda c: scores.get(c, 0),
                    default=None)
         if best is None or scores.get(best, 0) < 0.75 * total or \
                 _one_of_sections(best, scores):
-            return node
+            return node, scores
         node = best
+
+
+def _with_title(root: Any, body: Any, scores: dict[Any, float], news: bool) -> Any:
+    """The title above the text block belongs to it: the parent holding the page's one <h1>,
+    or on a page that is not a news story the nearest ancestor (four levels at most) holding
+    it when the block is most of that ancestor's text (TypeDoc: the h1 sits above a column
+    of member groups).  A story's headline and standfirst are not its body."""
+    if root is body or root.find(".//h1") is not None:
+        return root
+    parent = root.getparent()
+    if news:
+        return parent if parent is not None and parent is not body and \
+            len(parent.findall(".//h1")) == 1 else root
+    node, size = root, scores.get(root, 0.0)
+    for _ in range(4):
+        node = node.getparent()
+        if node is None or node is body:
+            return root
+        h1s = node.findall(".//h1")
+        if len(h1s) > 1:
+            return root
+        if h1s:
+            return node if size >= 0.6 * scores.get(node, 0.0) else root
+    return root
 
 
 def _one_of_sections(el: Any, scores: dict[Any, float]) -> bool:
@@ -347,12 +373,20 @@ def _widgets(root: Any, news: bool) -> set[Any]:
             continue
         if strong or (size and links / size > 0.5) or size < 80:
             out.add(el)
-    for lst in root.iter("ul", "ol"):
+    for lst in root.iter("ul", "ol", "div", "section", "details"):
+        if lst is root or lst in out:
+            continue
         anchors = lst.findall(".//a[@href]")
         if len(anchors) >= 3 and all(a.get("href", "").startswith("#") for a in anchors):
             size = text_len(lst)
             if size and _link_len(lst) / size > 0.8 and not protected(lst, size):
                 out.add(lst)  # an on-page table of contents
+    for ctl in root.iter("label", "summary"):  # "View Source": the source behind a toggle
+        if " ".join("".join(ctl.itertext()).split()).lower() in _SOURCE_TOGGLES:
+            target = ctl.getparent() if ctl.tag == "summary" else _toggled(ctl, root)
+            if target is not None and target is not root:
+                out.add(ctl)
+                out.add(target)
     for a in root.xpath(".//a[@rel='prev' or @rel='next']"):
         out.add(_climb(a, root, 200))
     for s in _SHORT_TEXTS_OUTSIDE_CODE(root):
@@ -375,13 +409,28 @@ def _widgets(root: Any, news: bool) -> set[Any]:
             size = text_len(el)
             if not size or _link_len(el) / size <= 0.4 or protected(el, size):
                 continue
-            if not any(_prose(p) for p in el.iter("p")):
-                out.add(el)
+            if any(_prose(p) for p in el.iter("p")) or _reference(el):
+                continue
+            out.add(el)
     return out
 
 
-_TEXT_BLOCKS = frozenset({"p", "li", "dd", "dt", "td", "th", "blockquote", "pre", "code",
-                          "h1", "h2", "h3", "h4", "h5", "h6"})
+_SIGNATURE_RE = re.compile(r"signature|(?:^|[\s_-])sig(?:$|[\s_-])", re.I)
+
+
+def _reference(el: Any) -> bool:
+    """An API entry, not a menu: a signature, or a heading with an anchor id whose text is
+    not a link (TypeDoc's member sections, whose types are links)."""
+    names = _names(el)
+    if names and _SIGNATURE_RE.search(names):
+        return True
+    for h in el.iter("h2", "h3", "h4", "h5", "h6"):
+        if h.get("id") and int(_STRLEN(h)) > _link_len(h):
+            return True
+    return False
+
+
+_TEXT_BLOCKS = frozenset({"p", "blockquote", "pre", "code", "h1", "h2", "h3", "h4", "h5", "h6"})
 
 
 def _in_text(el: Any) -> bool:
@@ -410,6 +459,19 @@ def _holds_prose(el: Any, names: str, news: bool) -> bool:
         return len(paras) >= 3 and bool(_BYLINE_RE.search(names)) and \
             el.find(".//img") is None
     return len(paras) >= 2 or (len(paras) == 1 and el.find(".//a") is None)
+
+
+def _toggled(label: Any, root: Any) -> Any:
+    """The code block a CSS checkbox toggle shows (pdoc: ``label[for] ~ input ~ div``): the
+    first sibling after the label's input (or the label) that holds a <pre>."""
+    ref = label.get("for")
+    start = next(iter(root.xpath(".//input[@id=$i]", i=ref)), None) if ref else None
+    node = (start if start is not None else label).getnext()
+    while node is not None:
+        if node.tag == "pre" or node.find(".//pre") is not None:
+            return node
+        node = node.getnext()
+    return None
 
 
 def _prose(p: Any, least: int = 150) -> bool:
@@ -445,13 +507,10 @@ def choose(doc: Any, *, news: bool = False, min_chars: int = 200) -> Choice:
         size = text_len(root)
         if size >= min_chars or text_len(body) < 2 * max(size, 1) + min_chars:
             return Choice(root, kind, False, _widgets(root, news))
-    root = _named_body(_density_root(body))
-    for _ in range(2):  # the title above the text block belongs to it
-        parent = root.getparent()
-        if root is body or parent is None or root.find(".//h1") is not None \
-                or len(parent.findall(".//h1")) != 1:
-            break
-        root = parent
+    dense, scores = _density_root(body)
+    root = _with_title(_named_body(dense), body, scores, news)
+    while root is not body and text_len(root) < min_chars and root.getparent() is not None:
+        root = root.getparent()  # a short page: the block around it, before the whole body
     if root is not body and text_len(root) >= min_chars:
         return Choice(root, "density", False, _widgets(root, True))
     return Choice(body, "body", True, _widgets(body, True))
