@@ -89,6 +89,7 @@ _SHORT_TEXTS_OUTSIDE_CODE = etree.XPath(
 # The length of an element's text, counted by libxml2: 5x faster than joining itertext() in
 # Python (0.02 against 0.10 ms for a 37 KB <main>), the same count (code points).
 _STRLEN = etree.XPath("string-length(string(.))")
+_STR = etree.XPath("string(.)")
 _ITEMPROPS = etree.XPath("//@itemprop")
 _ROLES = etree.XPath("//@role")
 
@@ -415,6 +416,7 @@ def _widgets(root: Any, news: bool) -> set[Any]:
     return out
 
 
+_HAS_HEADING = "boolean(.//h1|.//h2|.//h3|.//h4|.//h5|.//h6)"
 _SIGNATURE_RE = re.compile(r"signature|(?:^|[\s_-])sig(?:$|[\s_-])", re.I)
 
 
@@ -449,11 +451,11 @@ def _holds_prose(el: Any, names: str, news: bool) -> bool:
     """Written text under a boilerplate-sounding name (TypeDoc's ``tsd-comment`` doc
     comment, a post in a ``byline``-named box) is content, unless it is a comment thread:
     several items named like comments, or a reply form."""
-    if _COMMENT_RE.search(names) and (
-            el.find(".//form") is not None or el.find(".//textarea") is not None
-            or el.find(".//img") is not None or len(el.xpath(_COMMENT_ITEMS)) >= 2
-            or len(el.xpath(_ITEMS)) >= 2):
-        return False
+    if _COMMENT_RE.search(names):  # a doc comment (TypeDoc's tsd-comment), or a thread?
+        return not (el.find(".//form") is not None or el.find(".//textarea") is not None
+                    or el.find(".//img") is not None or len(el.xpath(_COMMENT_ITEMS)) >= 2
+                    or len(el.xpath(_ITEMS)) >= 2 or _COMMENT_RE.search(_STR(el))) \
+            and int(_STRLEN(el)) >= 20  # ("Comments are closed" speaks of comments)
     paras = [p for p in el.iter("p") if _prose(p, 80)]
     if news and _NEWS_RE.search(names):  # a story in a byline box, not a gallery's captions
         return len(paras) >= 3 and bool(_BYLINE_RE.search(names)) and \
@@ -484,8 +486,9 @@ def _climb(el: Any, root: Any, limit: int) -> Any:
     """The widest ancestor below ``root`` that is still a short block (the whole widget)."""
     while True:
         parent = el.getparent()
-        if parent is None or parent is root or text_len(parent) > limit:
-            return el
+        if parent is None or parent is root or text_len(parent) > limit or \
+                parent.xpath(_HAS_HEADING):
+            return el  # (a titled block is an entry, not the widget: TypeDoc's members)
         el = parent
 
 
