@@ -236,3 +236,37 @@ def test_deep_nesting_and_huge_text_nodes_lose_no_text():
            "<p>last paragraph</p></main></body></html>")  # a 12 MB text node
     md = html_to_markdown(big, URL).markdown
     assert md.startswith("# Log\n") and "THE END" in md and "last paragraph" in md
+
+
+def test_source_views_behind_a_toggle_are_left_out():
+    # mkdocstrings: <details class="quote"><summary>Source code in pkg/mod.py</summary>
+    body = """<main><h1>mod</h1><div class="doc doc-object doc-function">
+      <h2 id="mod.load" class="doc doc-heading"><code>load(path)</code></h2>
+      <div class="doc doc-contents"><p>Load the file at path and return its records.</p>
+      <details class="quote"><summary>Source code in <code>pkg/mod.py</code></summary>
+      <div class="highlight"><pre><code>def load(path):
+    return open(path).read()</code></pre></div></details></div></div></main>"""
+    md = convert(body)
+    assert "Load the file at path" in md and "open(path)" not in md and "Source code" not in md
+
+
+def test_a_widget_line_does_not_take_its_titled_entry_with_it():
+    # a short changelog entry (Keep a Changelog rendered by any generator) with a date line
+    body = """<main><h1>Changes</h1><section><h3 id="v1-2">1.2.0</h3><p>Fixed the retry
+      loop.</p><p>Last updated 2024-01-02</p></section><section><h3 id="v1-1">1.1.0</h3>
+      <p>Added proxies.</p></section></main>"""
+    md = convert(body)
+    assert "### 1.2.0\n\nFixed the retry loop." in md and "Last updated" not in md
+
+
+def test_the_title_above_a_column_of_entries_belongs_to_it():
+    # no <main>: the h1 sits in a title block above the member groups (TypeDoc's layout,
+    # here as Dokka/Jazzy-style API pages put it)
+    entries = "".join(f"<section class='member'><h3 id='m{i}'>method{i}</h3><p>Does thing "
+                      f"number {i} to the receiver, with care, and returns it.</p></section>"
+                      for i in range(8))
+    body = f"""<div class="page"><div class="title"><h1>Class Widget</h1></div>
+      <div class="intro"><p>A widget.</p></div><div class="group"><section>{entries}</section>
+      </div></div><div class="sidebar"><ul>{"<li><a href='/x'>Other</a></li>" * 20}</ul></div>"""
+    md = convert(body)
+    assert md.startswith("# Class Widget\n") and "method7" in md and "Other" not in md

@@ -77,8 +77,7 @@ _NEWS_KINDS = frozenset({"article", "articleBody"})
 _COMMENT_RE = re.compile(r"comment", re.I)
 _COMMENT_ITEMS = ".//*[contains(@class, 'comment') or contains(@id, 'comment')]"
 _ITEMS = ".//article|.//li"
-_SOURCE_TOGGLES = frozenset({"view source", "show source", "source code", "view source code",
-                             "show source code"})
+_SOURCE_TOGGLE_RE = re.compile(r"^(?:view |show )?source(?: code)?(?: in \S+)?$", re.I)
 _BYLINE_RE = re.compile(r"byline|author|dateline|published", re.I)
 _NAMED_OUTSIDE_CODE = etree.XPath(
     ".//*[@class or @id][not(ancestor-or-self::pre)][not(ancestor-or-self::code)]")
@@ -383,7 +382,7 @@ def _widgets(root: Any, news: bool) -> set[Any]:
             if size and _link_len(lst) / size > 0.8 and not protected(lst, size):
                 out.add(lst)  # an on-page table of contents
     for ctl in root.iter("label", "summary"):  # "View Source": the source behind a toggle
-        if " ".join("".join(ctl.itertext()).split()).lower() in _SOURCE_TOGGLES:
+        if _SOURCE_TOGGLE_RE.match(" ".join("".join(ctl.itertext()).split())):
             target = ctl.getparent() if ctl.tag == "summary" else _toggled(ctl, root)
             if target is not None and target is not root:
                 out.add(ctl)
