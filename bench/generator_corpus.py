@@ -188,7 +188,7 @@ _LAYOUT = ".//table|.//pre|.//ul|.//ol|.//h1|.//h2|.//h3|.//blockquote|.//dl"
 
 def truth_of(root: Any) -> dict[str, Any]:
     """Text, code blocks, tables and headings of a content element (already cleaned)."""
-    for bad in root.xpath(".//script|.//style|.//noscript|.//template"):
+    for bad in root.xpath(".//script|.//style|.//noscript|.//template|.//iframe|.//object"):
         bad.getparent().remove(bad)
     codes = [c for c in (_code(p) for p in root.xpath(
         ".//pre[not(ancestor::pre)]|.//div[contains(@class,'fragment')][div[@class='line']]"))
@@ -240,7 +240,7 @@ def build(workdir: Path, per_gen: int = 20, seed: int = 19,
         for path in paths:
             if taken >= per_gen:
                 break
-            tree = etree.parse(str(path), etree.HTMLParser(huge_tree=True))
+            tree = etree.parse(str(path), etree.HTMLParser(huge_tree=True, remove_comments=True))
             root = next((r for x in g.content for r in tree.xpath(x)), None)
             if root is None:
                 continue
