@@ -270,3 +270,25 @@ def test_the_title_above_a_column_of_entries_belongs_to_it():
       </div></div><div class="sidebar"><ul>{"<li><a href='/x'>Other</a></li>" * 20}</ul></div>"""
     md = convert(body)
     assert md.startswith("# Class Widget\n") and "method7" in md and "Other" not in md
+
+
+def test_side_columns_of_teasers_and_bios_do_not_widen_a_page_without_main():
+    # a classic blog/news theme with no <main>/<article>: A-Z menu, story, bio and teasers
+    story = "".join(f"<p>Paragraph {i} of the story, with several clauses, details, and "
+                    f"numbers like {i * 7}, told in full sentences so it reads as prose.</p>"
+                    for i in range(6))
+    bio = ("<div class='bio'><h3>About the author</h3><p>Jane Roe writes about cities, "
+           "transport, and the people who plan them, and has done so for twenty years.</p>"
+           "</div>")
+    teasers = "".join(f"<div class='teaser'><h4><a href='/s{i}'>Another story {i}</a></h4>"
+                      "<p>A summary of another story, with a clause, and another clause, "
+                      "long enough to count as text.</p></div>" for i in range(6))
+    az = "<div class='az'>" + " ".join(f"<a href='/{c}'>{c}</a>" for c in "ABCDEFGHIJ") + \
+        "</div>"
+    page = (f"<html><body><div id='page'><div id='top'><a href='/'>Site</a></div><div id='wrap'>"
+            f"<div id='left'>{az}</div><div id='content'><h1>The story</h1>{story}</div>"
+            f"<div id='right'>{bio}<div class='more'><h3>More stories</h3>{teasers}</div></div>"
+            "</div><div id='bottom'>Site</div></div></body></html>")
+    md = html_to_markdown(page, "https://news.example.org/story").markdown
+    assert md.startswith("# The story\n") and "Paragraph 5" in md
+    assert "About the author" not in md and "Another story" not in md and "[A]" not in md

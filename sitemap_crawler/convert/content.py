@@ -249,12 +249,16 @@ def _density_root(body: Any) -> tuple[Any, dict[Any, float]]:
     whose own text is a paragraph (25+ characters) scores for itself and its ancestors."""
     scores: dict[Any, float] = {}
     cache: dict[Any, bool] = {}
+    teasers = _teasers(body)
     for p in body.iter(_PARA_TAGS):
         text, links = _own_text(p)
         if len(text) < 25 or _boiler_region(p, cache):
             continue
         scores[p] = (1 + text.count(",") + min(len(text) / 100, 3)) * \
             max(0.0, 1 - links / len(text)) ** 2
+        parent = p.getparent()
+        if parent in teasers or (parent is not None and parent.getparent() in teasers):
+            scores[p] *= 0.2  # a summary under a linked headline: a teaser of another page
     # each score counts for every ancestor: summed children first (reverse document order),
     # linear in the page even when it nests a million levels deep
     for el in reversed(list(body.iter())):
@@ -270,10 +274,40 @@ def _density_root(body: Any) -> tuple[Any, dict[Any, float]]:
     while True:
         best = max((c for c in node if isinstance(c.tag, str)), key=lambda c: scores.get(c, 0),
                    default=None)
-        if best is None or scores.get(best, 0) < 0.75 * total or \
+        if best is None or not _dominant(node, best, scores, total) or \
                 _one_of_sections(best, scores):
             return node, scores
         node = best
+
+
+def _dominant(node: Any, best: Any, scores: dict[Any, float], total: float) -> bool:
+    """Does ``best`` hold the page's text: 75 % of it, or over half of it with every other
+    child of ``node`` (a side column of bios and teasers) and ``node``'s own paragraphs far
+    behind?"""
+    score = scores.get(best, 0.0)
+    if score >= 0.75 * total:
+        return True
+    if score < 0.55 * total:
+        return False
+    children = sum(scores.get(c, 0.0) for c in node if isinstance(c.tag, str))
+    second = max((scores.get(c, 0.0) for c in node if isinstance(c.tag, str) and c is not best),
+                 default=0.0)
+    return second <= 0.4 * score and scores.get(node, 0.0) - children <= 0.1 * total
+
+
+def _teasers(body: Any) -> set[Any]:
+    """Blocks headed by a linked headline (h2-h6 that is all link): teaser cards of other
+    pages, whose summaries are not this page's text."""
+    out = set()
+    for h in body.iter("h2", "h3", "h4", "h5", "h6"):
+        size = int(_STRLEN(h))
+        if size and _link_len(h) >= 0.8 * size:
+            parent = h.getparent()
+            if parent is not None:
+                out.add(parent)
+                if len(parent) <= 2 and parent.getparent() is not None:
+                    out.add(parent.getparent())
+    return out
 
 
 def _with_title(root: Any, body: Any, scores: dict[Any, float], news: bool) -> Any:
@@ -308,8 +342,8 @@ def _one_of_sections(el: Any, scores: dict[Any, float]) -> bool:
         return False
     cls = el.get("class")
     parent = el.getparent()
-    if parent is None:
-        return False
+    if parent is None or (cls is None and el.tag != "section"):
+        return False  # (unnamed divs are columns as often as sections)
     others = sum(scores.get(s, 0.0) for s in parent
                  if s is not el and s.tag == el.tag and s.get("class") == cls and _titled(s))
     return others >= 0.15 * scores.get(el, 0.0)
