@@ -292,3 +292,18 @@ def test_side_columns_of_teasers_and_bios_do_not_widen_a_page_without_main():
     md = html_to_markdown(page, "https://news.example.org/story").markdown
     assert md.startswith("# The story\n") and "Paragraph 5" in md
     assert "About the author" not in md and "Another story" not in md and "[A]" not in md
+
+
+def test_main_drops_related_cards_carousels_and_newsletter_copy():
+    # a shop blog's <main>: the post, then cards of other posts (with prices) and a signup box
+    post = "".join(f"<p>Step {i}: oil the chain, wipe it, and check the links for wear, "
+                   "because a worn chain wears the cassette too.</p>" for i in range(5))
+    cards = "".join(f"<div class='c'><a href='/p{i}'><img src='/i{i}.jpg' alt=''></a>"
+                    f"<h3><a href='/p{i}'>Bike part {i}</a></h3><p>Light and strong, it fits "
+                    f"most frames.</p><span>$ {i}9.99</span></div>" for i in range(4))
+    body = (f"<main><h1>Chain care</h1>{post}<section><h2>You may also like</h2>"
+            f"<div class='row'>{cards}</div></section><div class='box'><p>Sign up for our "
+            "newsletter and get 10% off.</p></div></main>")
+    md = convert(body)
+    assert md.startswith("# Chain care\n") and "Step 4" in md
+    assert "Bike part" not in md and "$ 19.99" not in md and "newsletter" not in md

@@ -433,6 +433,15 @@ def _widgets(root: Any, news: bool) -> set[Any]:
             el = _climb(el, root, 160)
             if not protected(el, text_len(el)):
                 out.add(el)
+    # a group of three or more teaser cards (linked headlines of other pages: related posts,
+    # carousels) that is not most of the page, even inside <main>
+    teasers = _teasers(root)
+    for group in {t.getparent() for t in teasers if t.getparent() is not None}:
+        items = [c for c in group if c in teasers]
+        if len(items) >= 3 and group is not root and group not in out:
+            size = text_len(group)
+            if not protected(group, size, 0.4):
+                out.add(group)
     if news:  # no generator markup to trust: link lists without prose are menus
         for el in root.iter("ul", "ol", "div", "section", "table", "aside", "header"):
             if el is root or el in out:
