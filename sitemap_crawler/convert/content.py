@@ -77,6 +77,7 @@ _NEWS_KINDS = frozenset({"article", "articleBody"})
 _COMMENT_RE = re.compile(r"comment", re.I)
 _COMMENT_ITEMS = ".//*[contains(@class, 'comment') or contains(@id, 'comment')]"
 _ITEMS = ".//article|.//li"
+_SOURCE_LINKS = frozenset({"source", "[src]", "[source]", "src"})
 _SOURCE_TOGGLE_RE = re.compile(r"^(?:view |show )?source(?: code)?(?: in \S+)?$", re.I)
 _BYLINE_RE = re.compile(r"byline|author|dateline|published", re.I)
 _NAMED_OUTSIDE_CODE = etree.XPath(
@@ -415,6 +416,12 @@ def _widgets(root: Any, news: bool) -> set[Any]:
             size = text_len(lst)
             if size and _link_len(lst) / size > 0.8 and not protected(lst, size):
                 out.add(lst)  # an on-page table of contents
+    for a in root.iter("a"):  # "1.0.0 · source": a source link and the stamps beside it
+        if int(_STRLEN(a)) <= 8 and _STR(a).strip().lower() in _SOURCE_LINKS:
+            box = a.getparent()
+            if box is not None and box is not root and box.tag in ("span", "div") and \
+                    text_len(box) <= 60 and box.find(".//h1") is None:
+                out.add(box)
     for ctl in root.iter("label", "summary"):  # "View Source": the source behind a toggle
         if _SOURCE_TOGGLE_RE.match(" ".join("".join(ctl.itertext()).split())):
             target = ctl.getparent() if ctl.tag == "summary" else _toggled(ctl, root)
