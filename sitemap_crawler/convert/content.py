@@ -102,6 +102,7 @@ class Choice:
     kind: str  # articleBody | main | main>article | role=main | article | density | body
     whole_body: bool
     widgets: set[Any] = field(default_factory=set)
+    before: list[Any] = field(default_factory=list)  # a title block rendered above the root
 
 
 def text_len(el: Any) -> int:
@@ -275,25 +276,10 @@ def _density_root(body: Any) -> tuple[Any, dict[Any, float]]:
     while True:
         best = max((c for c in node if isinstance(c.tag, str)), key=lambda c: scores.get(c, 0),
                    default=None)
-        if best is None or not _dominant(node, best, scores, total) or \
+        if best is None or scores.get(best, 0) < 0.75 * total or \
                 _one_of_sections(best, scores):
             return node, scores
         node = best
-
-
-def _dominant(node: Any, best: Any, scores: dict[Any, float], total: float) -> bool:
-    """Does ``best`` hold the page's text: 75 % of it, or over half of it with every other
-    child of ``node`` (a side column of bios and teasers) and ``node``'s own paragraphs far
-    behind?"""
-    score = scores.get(best, 0.0)
-    if score >= 0.75 * total:
-        return True
-    if score < 0.55 * total:
-        return False
-    children = sum(scores.get(c, 0.0) for c in node if isinstance(c.tag, str))
-    second = max((scores.get(c, 0.0) for c in node if isinstance(c.tag, str) and c is not best),
-                 default=0.0)
-    return second <= 0.4 * score and scores.get(node, 0.0) - children <= 0.1 * total
 
 
 def _teasers(body: Any) -> set[Any]:
@@ -333,6 +319,27 @@ def _with_title(root: Any, body: Any, scores: dict[Any, float], news: bool) -> A
         if h1s:
             return node if size >= 0.6 * scores.get(node, 0.0) else root
     return root
+
+
+def _title_block(root: Any, doc: Any) -> Any:
+    """The small block just before ``root`` that holds the page's one <h1> (AsciiDoc's
+    div#header with the title and NAME line, beside div#content), or None."""
+    if root.find(".//h1") is not None or len(doc.findall(".//h1")) != 1:
+        return None
+    node = root
+    for _ in range(2):
+        prev = node.getprevious()
+        while prev is not None and not isinstance(prev.tag, str):
+            prev = prev.getprevious()
+        if prev is not None and (prev.tag == "h1" or prev.find(".//h1") is not None):
+            size = text_len(prev)
+            if size <= max(300, 0.25 * text_len(root)) and _link_len(prev) <= 0.5 * size:
+                return prev
+            return None
+        node = node.getparent()
+        if node is None or node.tag == "body":
+            return None
+    return None
 
 
 def _one_of_sections(el: Any, scores: dict[Any, float]) -> bool:
@@ -564,5 +571,7 @@ def choose(doc: Any, *, news: bool = False, min_chars: int = 200) -> Choice:
     while root is not body and text_len(root) < min_chars and root.getparent() is not None:
         root = root.getparent()  # a short page: the block around it, before the whole body
     if root is not body and text_len(root) >= min_chars:
-        return Choice(root, "density", False, _widgets(root, True))
+        title = None if news else _title_block(root, doc)
+        return Choice(root, "density", False, _widgets(root, True),
+                      [title] if title is not None else [])
     return Choice(body, "body", True, _widgets(body, True))

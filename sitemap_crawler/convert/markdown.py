@@ -274,7 +274,7 @@ def html_to_markdown(html: str, url: str, *, code_language_default: str | None =
     choice = choose(doc, news=head.og_type == "article")
     renderer = Renderer(head.base, whole_body=choice.whole_body,
                         code_default=code_language_default or "", drop_elements=choice.widgets)
-    markdown = _tidy(renderer.markdown(choice.root))
+    markdown = _tidy(renderer.markdown(choice.root, choice.before))
     title = head.title or head.og_title
     if not title:
         h1 = next(doc.iter("h1"), None)

@@ -249,7 +249,10 @@ class Renderer:
 
     # --- output ------------------------------------------------------------------------------
 
-    def markdown(self, root: Any) -> str:
+    def markdown(self, root: Any, before: Any = ()) -> str:
+        for el in before:  # a title block beside the root (content.Choice.before)
+            if not self.skip(el):
+                self.node(el)
         self.children(root)
         self.flush()
         return "\n".join(self.lines)
