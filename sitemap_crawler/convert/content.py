@@ -282,6 +282,9 @@ def _density_root(body: Any) -> tuple[Any, dict[Any, float]]:
         node = best
 
 
+_CARD = 600  # characters at most in one teaser card
+
+
 def _teasers(body: Any) -> set[Any]:
     """Blocks headed by a linked headline (h2-h6 that is all link): teaser cards of other
     pages, whose summaries are not this page's text."""
@@ -289,11 +292,12 @@ def _teasers(body: Any) -> set[Any]:
     for h in body.iter("h2", "h3", "h4", "h5", "h6"):
         size = int(_STRLEN(h))
         if size and _link_len(h) >= 0.8 * size:
-            parent = h.getparent()
-            if parent is not None:
+            parent = h.getparent()  # a card is short: a post under a linked title is not
+            if parent is not None and text_len(parent) <= _CARD:
                 out.add(parent)
-                if len(parent) <= 2 and parent.getparent() is not None:
-                    out.add(parent.getparent())
+                grand = parent.getparent()
+                if len(parent) <= 2 and grand is not None and text_len(grand) <= _CARD:
+                    out.add(grand)
     return out
 
 
