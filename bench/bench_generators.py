@@ -20,24 +20,12 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench.bench_docs import check
+from bench.bench_docs import check, converters
 from bench.generator_corpus import build
 from bench.quality import finish, median, prf, scorer, timed
 
-URL = "https://docs.example.org/manual/page.html"
 _KEYS = ("lines", "leaked", "codes", "codes_ok", "tables", "tables_ok", "headings",
          "headings_ok")
-
-
-def ours(html: str) -> str:
-    from sitemap_crawler.convert.markdown import html_to_markdown
-    return html_to_markdown(html, URL).markdown
-
-
-def trafilatura_md(html: str) -> str:
-    import trafilatura
-    return trafilatura.extract(html, url=URL, output_format="markdown", include_tables=True,
-                               include_formatting=True, include_links=True) or ""
 
 
 def _pct(ok: float, n: float) -> float:
@@ -56,11 +44,8 @@ def main() -> None:
     records = build(args.workdir, args.per_gen,
                     only=set(args.generator) if args.generator else None)
     ev = scorer()
-    tools = {"ours": ours, "trafilatura": trafilatura_md}
-    if args.only:
-        tools = {args.only: tools[args.only]}
     results: dict[str, Any] = {}
-    for name, fn in tools.items():
+    for name, fn in converters(args.only).items():
         per_gen: dict[str, dict[str, float]] = defaultdict(lambda: defaultdict(float))
         pairs: dict[str, list[tuple[str, str]]] = defaultdict(list)
         times, empty = [], 0
