@@ -90,6 +90,7 @@ GENERATORS = [
     Generator("apache-manual", "apache2-doc", "apache2-doc/manual/en/mod/*.html",
               ("//div[@id='page-content']",),
               (".//div[@id='quickview']", ".//div[@class='top']", ".//div[@class='toplang']",
+               ".//a[@class='permalink']",
                ".//div[@class='bottomlang']", ".//div[@id='footer']")),
     Generator("javadoc", "libcommons-lang3-java-doc",
               "libcommons-lang3-java/api/org/apache/commons/lang3/*.html", ("//main",), ()),
@@ -144,6 +145,20 @@ def _licence(doc: Path, package: str) -> str:
     return "see the package's copyright file"
 
 
+def _drop(el: Any) -> None:
+    """Remove ``el`` but keep the text after it (lxml's remove() takes the tail along)."""
+    parent = el.getparent()
+    if parent is None:
+        return
+    if el.tail:
+        prev = el.getprevious()
+        if prev is not None:
+            prev.tail = (prev.tail or "") + el.tail
+        else:
+            parent.text = (parent.text or "") + el.tail
+    parent.remove(el)
+
+
 def _norm(text: str) -> str:
     return " ".join(text.split())
 
@@ -189,7 +204,7 @@ _LAYOUT = ".//table|.//pre|.//ul|.//ol|.//h1|.//h2|.//h3|.//blockquote|.//dl"
 def truth_of(root: Any) -> dict[str, Any]:
     """Text, code blocks, tables and headings of a content element (already cleaned)."""
     for bad in root.xpath(".//script|.//style|.//noscript|.//template|.//iframe|.//object"):
-        bad.getparent().remove(bad)
+        _drop(bad)
     codes = [c for c in (_code(p) for p in root.xpath(
         ".//pre[not(ancestor::pre)]|.//div[contains(@class,'fragment')][div[@class='line']]"))
         if c]
@@ -246,8 +261,7 @@ def build(workdir: Path, per_gen: int = 20, seed: int = 19,
                 continue
             for xp in g.drop:
                 for bad in root.xpath(xp):
-                    if bad.getparent() is not None:
-                        bad.getparent().remove(bad)
+                    _drop(bad)
             truth = truth_of(root)
             if len(truth["text"]) < 300:  # an index or redirect stub: not a page to judge
                 continue
