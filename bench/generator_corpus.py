@@ -210,8 +210,9 @@ def truth_of(root: Any) -> dict[str, Any]:
         if c]
     tables = []
     for t in root.iter("table"):
-        if t.xpath(_LAYOUT) or t.xpath("ancestor::table"):
-            continue
+        if t.xpath(_LAYOUT) or t.xpath("ancestor::table") or \
+                t.xpath("ancestor::div[contains(@class,'admonitionblock')]"):
+            continue  # (AsciiDoc draws its note boxes as tables: they are notes)
         rows = []
         for tr in t.iter("tr"):
             row: list[str] = []
@@ -223,8 +224,9 @@ def truth_of(root: Any) -> dict[str, Any]:
                                        else 0))
             if row:
                 rows.append(row)
-        if rows and max(map(len, rows)) >= 2:
-            tables.append(rows)
+        width = max(map(len, rows), default=0)
+        if width >= 2:  # short rows are padded, as a GFM table shows them
+            tables.append([row + [""] * (width - len(row)) for row in rows])
     heads = [(int(h.tag[1]), _norm("".join(h.itertext())))
              for h in root.iter("h1", "h2", "h3", "h4", "h5", "h6")
              if _norm("".join(h.itertext()))]

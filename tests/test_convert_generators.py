@@ -307,3 +307,14 @@ def test_main_drops_related_cards_carousels_and_newsletter_copy():
     md = convert(body)
     assert md.startswith("# Chain care\n") and "Step 4" in md
     assert "Bike part" not in md and "$ 19.99" not in md and "newsletter" not in md
+
+
+def test_table_rows_and_cells_are_data_not_widgets():
+    # pandoc names its header row tr.header; a cell may read like a widget ("Version 2.4")
+    body = """<main><h1>Support</h1><p>Which releases get what.</p><table>
+      <thead><tr class="header"><th>Module</th><th>Compatibility</th></tr></thead><tbody>
+      <tr class="odd"><td>xml2enc</td><td>Version 2.4 and later</td></tr>
+      <tr class="even"><td>proxy</td><td>Last updated in 2.4.8</td></tr></tbody></table></main>"""
+    assert _rows(convert(body)) == [["Module", "Compatibility"],
+                                    ["xml2enc", "Version 2.4 and later"],
+                                    ["proxy", "Last updated in 2.4.8"]]

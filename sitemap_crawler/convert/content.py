@@ -91,6 +91,7 @@ _SHORT_TEXTS_OUTSIDE_CODE = etree.XPath(
 _STRLEN = etree.XPath("string-length(string(.))")
 _STR = etree.XPath("string(.)")
 _ITEMPROPS = etree.XPath("//@itemprop")
+_IN_CELL = etree.XPath("boolean(ancestor-or-self::td|ancestor-or-self::th)")
 _ROLES = etree.XPath("//@role")
 
 
@@ -134,7 +135,9 @@ def _visible(els: Any) -> list[Any]:
 _SLUG_ID_TAGS = frozenset({"h1", "h2", "h3", "h4", "h5", "h6", "dt", "section", "span", "a",
                            "li", "p", "code", "table", "figure"})
 _HEADING_TAGS = frozenset({"h1", "h2", "h3", "h4", "h5", "h6"})
-_TERMS = _HEADING_TAGS | {"dt", "summary", "caption", "th"}
+# never a widget by a class word: headings, terms, and a table's parts (Apache's tr.header)
+_TERMS = _HEADING_TAGS | {"dt", "summary", "caption", "th", "td", "tr", "thead", "tbody",
+                          "tfoot"}
 _INLINE_MORE = _INLINE | {"b", "i", "kbd", "var", "samp", "tt", "label", "dfn"}
 
 
@@ -441,8 +444,8 @@ def _widgets(root: Any, news: bool) -> set[Any]:
                 out.add(target)
     for a in root.xpath(".//a[@rel='prev' or @rel='next']"):
         out.add(_climb(a, root, 200))
-    for s in _SHORT_TEXTS_OUTSIDE_CODE(root):
-        if _WIDGET_TEXT_RE.match(s):
+    for s in _SHORT_TEXTS_OUTSIDE_CODE(root):  # (a table's cells are its data)
+        if _WIDGET_TEXT_RE.match(s) and not _IN_CELL(s.getparent()):
             el = s.getparent()
             if s.is_tail:
                 continue
