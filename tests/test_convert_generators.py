@@ -318,3 +318,15 @@ def test_table_rows_and_cells_are_data_not_widgets():
     assert _rows(convert(body)) == [["Module", "Compatibility"],
                                     ["xml2enc", "Version 2.4 and later"],
                                     ["proxy", "Last updated in 2.4.8"]]
+
+
+def test_a_code_blocks_language_label_is_not_a_line_of_text():
+    # a blog theme's code header (label + copy button above the block); VitePress' span.lang
+    # prompted the rule
+    body = """<main><h1>Setup</h1><p>Install it first.</p><div class="code-block">
+      <div class="code-bar"><span>python</span><button>Copy</button></div>
+      <pre><code class="language-python">import tool</code></pre></div>
+      <p>The word python in a sentence stays.</p></main>"""
+    md = convert(body)
+    assert "```python\nimport tool\n```" in md
+    assert "python" not in md.replace("```python", "").replace("word python", "")

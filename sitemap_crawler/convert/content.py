@@ -28,7 +28,7 @@ from typing import Any
 
 from lxml import etree
 
-from sitemap_crawler.convert.render import BOILERPLATE, code_lines, grid_columns
+from sitemap_crawler.convert.render import BOILERPLATE, code_language, code_lines, grid_columns
 
 _STRONG_WORDS = (
     "breadcrumbs?|pagination|pager|paginator|sidebar|side-bar|navbar|nav-bar|footer|toc|"
@@ -91,6 +91,7 @@ _SHORT_TEXTS_OUTSIDE_CODE = etree.XPath(
 _STRLEN = etree.XPath("string-length(string(.))")
 _STR = etree.XPath("string(.)")
 _ITEMPROPS = etree.XPath("//@itemprop")
+_LABEL_TEXT = etree.XPath(".//text()[not(ancestor::button)][normalize-space()]")
 _IN_CELL = etree.XPath("boolean(ancestor-or-self::td|ancestor-or-self::th)")
 _ROLES = etree.XPath("//@role")
 
@@ -436,6 +437,8 @@ def _widgets(root: Any, news: bool) -> set[Any]:
             if box is not None and box is not root and box.tag in ("span", "div") and \
                     text_len(box) <= 60 and box.find(".//h1") is None:
                 out.add(box)
+    for pre in root.iter("pre"):
+        out.update(_language_labels(pre, root))
     for ctl in root.iter("label", "summary"):  # "View Source": the source behind a toggle
         if _SOURCE_TOGGLE_RE.match(" ".join("".join(ctl.itertext()).split())):
             target = ctl.getparent() if ctl.tag == "summary" else _toggled(ctl, root)
@@ -524,6 +527,27 @@ def _holds_prose(el: Any, names: str, news: bool) -> bool:
         return len(paras) >= 3 and bool(_BYLINE_RE.search(names)) and \
             el.find(".//img") is None
     return len(paras) >= 2 or (len(paras) == 1 and el.find(".//a") is None)
+
+
+def _language_labels(pre: Any, root: Any) -> list[Any]:
+    """A code block's language shown as a label beside it (VitePress' span.lang "sh"):
+    short siblings in the block's wrapper whose text is the block's language."""
+    lang = code_language(pre).lower()
+    wrapper = pre.getparent()
+    if not lang or wrapper is None or wrapper is root:
+        return []
+    found = []
+    for _ in range(2):
+        for sib in wrapper:
+            if sib is pre or not isinstance(sib.tag, str) or sib.find(".//pre") is not None:
+                continue
+            text = " ".join(_LABEL_TEXT(sib)).strip().lower()  # (a Copy button beside it)
+            if text and len(text) <= 20 and text in (lang, lang.replace("-", " ")):
+                found.append(sib)
+        pre, wrapper = wrapper, wrapper.getparent()
+        if wrapper is None or wrapper is root or len(wrapper.findall(".//pre")) != 1:
+            break
+    return found
 
 
 def _toggled(label: Any, root: Any) -> Any:
