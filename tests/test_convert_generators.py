@@ -330,3 +330,23 @@ def test_a_code_blocks_language_label_is_not_a_line_of_text():
     md = convert(body)
     assert "```python\nimport tool\n```" in md
     assert "python" not in md.replace("```python", "").replace("word python", "")
+
+
+def test_a_page_that_is_mostly_one_data_table_keeps_its_heading_and_intro():
+    # Asciidoctor, no <main>: a section whose data table holds most of the text (PostgreSQL's
+    # DocBook catalog pages prompted the rule)
+    rows = "".join(f"<tr><td class='tableblock'><p class='tableblock'><code>col{i}</code></p>"
+                   f"</td><td class='tableblock'><p class='tableblock'>What column {i} holds, "
+                   "with its units, its default, and when it is null.</p></td></tr>"
+                   for i in range(30))
+    page = f"""<html><body><div id="header"><h1>Catalogs</h1></div><div id="content">
+      <div class="sect1"><h2 id="_columns">The columns</h2><div class="sectionbody">
+      <div class="paragraph"><p>The catalog stores one row per function.</p></div>
+      <table class="tableblock frame-all grid-all stretch"><caption class="title">Table 1.
+      Columns</caption><thead><tr><th class="tableblock">Name</th><th class="tableblock">
+      Meaning</th></tr></thead><tbody>{rows}</tbody></table></div></div></div>
+      <div id="footer"><div id="footer-text">Last updated 2024-01-01</div></div>
+      </body></html>"""
+    md = html_to_markdown(page, URL).markdown
+    assert "## The columns\n\nThe catalog stores one row per function." in md
+    assert _rows(md)[0] == ["Name", "Meaning"] and "col29" in md

@@ -282,6 +282,8 @@ def _density_root(body: Any) -> tuple[Any, dict[Any, float]]:
                    default=None)
         if best is None or scores.get(best, 0) < 0.75 * total or \
                 _one_of_sections(best, scores):
+            if node.tag in _TABLE_PARTS or node.find(".//table") is not None:
+                node = _around_table(node, body, scores)
             return node, scores
         node = best
 
@@ -348,6 +350,26 @@ def _title_block(root: Any, doc: Any) -> Any:
         if node is None or node.tag == "body":
             return None
     return None
+
+
+_TABLE_PARTS = frozenset({"table", "thead", "tbody", "tfoot", "tr"})
+
+
+def _around_table(node: Any, body: Any, scores: dict[Any, float]) -> Any:
+    """A data table's rows are not the page: the block around the table with its heading
+    and intro (DocBook's catalog pages: div.sect1 > h2, p, div.table > div.table-contents)."""
+    while node.tag in _TABLE_PARTS and node is not body:
+        node = node.getparent()
+    up = node
+    for _ in range(4):  # the nearest titled block around it, if it is mostly the table
+        if up.xpath(_HAS_TITLE):
+            return up
+        parent = up.getparent()
+        if parent is None or parent is body or \
+                scores.get(parent, 0.0) > 1.5 * scores.get(up, 0.0):
+            break
+        up = parent
+    return node
 
 
 def _one_of_sections(el: Any, scores: dict[Any, float]) -> bool:
@@ -483,6 +505,7 @@ def _widgets(root: Any, news: bool) -> set[Any]:
 
 
 _HAS_HEADING = "boolean(.//h1|.//h2|.//h3|.//h4|.//h5|.//h6)"
+_HAS_TITLE = "boolean(.//h1|.//h2|.//h3)"
 _SIGNATURE_RE = re.compile(r"signature|(?:^|[\s_-])sig(?:$|[\s_-])", re.I)
 
 

@@ -480,7 +480,10 @@ class Renderer:
             cls = (child.get("class") or "").lower() if isinstance(child.tag, str) else ""
             if not titled and ("title" in cls or "heading" in cls or "label" in cls
                                or child.tag == "summary"):
-                self.label(_label_of(child))
+                if child.tag in _HEADINGS and not self.skip(child):
+                    self.node(child)  # DocBook's h3.title "Note": a heading it stays
+                else:
+                    self.label(_label_of(child))
                 titled = True
             elif not self.skip(child):
                 if not titled and el.get("aria-label"):
