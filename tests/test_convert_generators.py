@@ -350,3 +350,12 @@ def test_a_page_that_is_mostly_one_data_table_keeps_its_heading_and_intro():
     md = html_to_markdown(page, URL).markdown
     assert "## The columns\n\nThe catalog stores one row per function." in md
     assert _rows(md)[0] == ["Name", "Meaning"] and "col29" in md
+
+
+def test_last_update_dates_do_not_leak():
+    # MkDocs Material's git-revision-date plugin writes "Last update: <date>"
+    body = """<main><article class="md-content__inner"><h1>Guide</h1><p>Body text of the
+      guide, long enough to be the page.</p><aside class="md-source-file"><span
+      class="md-source-file__fact">Last update: <span class="git-revision-date">March 3,
+      2024</span></span></aside></article></main>"""
+    assert convert(body) == "# Guide\n\nBody text of the guide, long enough to be the page.\n"

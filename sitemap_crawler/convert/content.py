@@ -56,7 +56,7 @@ _CONTENT_RE = re.compile(r"(?:^|[\s_-])(?:content|article|body|main|post|entry|s
 _WIDGET_TEXT_RE = re.compile(
     r"^\s*(?:was this (?:page|article|doc|information|helpful)|is this page helpful|"
     r"did (?:you|this) (?:find|help|page)|how helpful|rate this|"
-    r"last (?:updated|modified|edited|reviewed)|updated(?: on)?\s*[:\d]|page last|"
+    r"last (?:updated?|modified|edited|reviewed)|updated(?: on)?\s*[:\d]|page last|"
     r"\d+\s*(?:-\s*)?min(?:ute)?s?\s*read|reading time|edit (?:this|on|page)|"
     r"improve this (?:page|doc)|suggest (?:an )?edits?|report an? (?:issue|problem)|"
     r"on this page|in this (?:article|page)|table of contents|"
