@@ -454,16 +454,19 @@ def _widgets(root: Any, news: bool) -> set[Any]:
             if size and _link_len(lst) / size > 0.8 and not protected(lst, size):
                 out.add(lst)  # an on-page table of contents
     for a in root.iter("a"):  # "1.0.0 · source": a source link and the stamps beside it
-        if int(_STRLEN(a)) <= 8 and _STR(a).strip().lower() in _SOURCE_LINKS:
+        if not len(a) and (a.text or "").strip().lower() in _SOURCE_LINKS:
             box = a.getparent()
             if box is not None and box is not root and box.tag in ("span", "div") and \
                     text_len(box) <= 60 and box.find(".//h1") is None:
                 out.add(box)
     for pre in root.iter("pre"):
         out.update(_language_labels(pre, root))
+    inputs: dict[str, Any] | None = None
     for ctl in root.iter("label", "summary"):  # "View Source": the source behind a toggle
         if _SOURCE_TOGGLE_RE.match(" ".join("".join(ctl.itertext()).split())):
-            target = ctl.getparent() if ctl.tag == "summary" else _toggled(ctl, root)
+            if inputs is None:
+                inputs = {i.get("id"): i for i in root.iter("input") if i.get("id")}
+            target = ctl.getparent() if ctl.tag == "summary" else _toggled(ctl, inputs)
             if target is not None and target is not root:
                 out.add(ctl)
                 out.add(target)
@@ -573,11 +576,10 @@ def _language_labels(pre: Any, root: Any) -> list[Any]:
     return found
 
 
-def _toggled(label: Any, root: Any) -> Any:
+def _toggled(label: Any, inputs: dict[str, Any]) -> Any:
     """The code block a CSS checkbox toggle shows (pdoc: ``label[for] ~ input ~ div``): the
     first sibling after the label's input (or the label) that holds a <pre>."""
-    ref = label.get("for")
-    start = next(iter(root.xpath(".//input[@id=$i]", i=ref)), None) if ref else None
+    start = inputs.get(label.get("for") or "")
     node = (start if start is not None else label).getnext()
     while node is not None:
         if node.tag == "pre" or node.find(".//pre") is not None:
