@@ -176,7 +176,9 @@ def _code(el: Any) -> str:
             if isinstance(c.tag, str):
                 if c.tag == "br":
                     out.append("\n")
-                elif not is_gutter(c.get("class") or "") and c.get("aria-hidden") != "true":
+                elif not is_gutter(c.get("class") or "") and c.get("aria-hidden") != "true" \
+                        and c.get("class") != "ttc" and c.tag != "button":
+                    # (Doxygen's tooltips are hidden by CSS; TypeDoc's Copy is a button)
                     line = c.tag in ("div", "p", "li", "tr")  # one block per line
                     if line and out and not out[-1].endswith("\n"):
                         out.append("\n")

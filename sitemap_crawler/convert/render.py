@@ -129,8 +129,9 @@ def code_lines(el: Any) -> bool:
     if first is None or not isinstance(first.tag, str) or \
             "line" not in (first.get("class") or "").split():
         return False
-    return all(isinstance(c.tag, str) and c.tag in ("div", "span")
-               and "line" in (c.get("class") or "").split() for c in el)
+    lines = sum(isinstance(c.tag, str) and c.tag in ("div", "span")
+                and "line" in (c.get("class") or "").split() for c in el)
+    return lines >= 0.5 * len(el)  # (Doxygen appends its hover tooltips, div.ttc)
 
 
 def content_form(el: Any) -> bool:
@@ -447,7 +448,7 @@ class Renderer:
         elif el.get("style") and self.grid(el):
             return None
         if len(el) and code_lines(el):
-            return self.pre(el)
+            return self.pre(el, lines_only=True)
         self.block_children(el)
 
     def bold_block(self, el: Any) -> None:
@@ -590,9 +591,10 @@ class Renderer:
 
     # --- code --------------------------------------------------------------------------------
 
-    def pre(self, el: Any, lang_from: Any = None) -> None:
+    def pre(self, el: Any, lang_from: Any = None, lines_only: bool = False) -> None:
         out: list[str] = []
-        self._pre_walk(el, out)
+        # per-line code without <pre>: its line elements, not the tooltips beside them
+        self._pre_walk(_Lines(el) if lines_only else el, out)
         lines = [ln.rstrip() for ln in "".join(out).replace("\r\n", "\n").split("\n")]
         while lines and not lines[0]:
             lines.pop(0)
@@ -878,6 +880,16 @@ class Renderer:
 
 def _collapse(text: str | None) -> str:
     return " ".join(text.split()) if text else ""
+
+
+class _Lines(list):  # type: ignore[type-arg]
+    """The line children of a per-line code block, walked like an element by _pre_walk."""
+
+    def __init__(self, el: Any) -> None:
+        super().__init__(c for c in el if isinstance(c.tag, str)
+                         and "line" in (c.get("class") or "").split())
+        self.text = None
+        self.tag = el.tag
 
 
 _ADMONITION_WORDS = frozenset({"starlight-aside", "custom-block", "callout", "nextra-callout",
