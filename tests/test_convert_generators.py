@@ -85,6 +85,7 @@ def test_per_line_code_without_pre_is_fenced_with_gutters_left_out():
     body = """<div id="doc-content"><div class="contents"><p>Example:</p>
       <div class="fragment"><div class="line"><a id="l00001" name="l00001"></a><span class="lineno">    1</span><span class="preprocessor">#include &lt;vector&gt;</span></div>
 <div class="line"><span class="lineno">    2</span><span class="keywordtype">int</span> n = 0; <span class="comment">// count</span></div>
+<div class="ttc" id="aVec"><div class="ttname"><a href="a1.html">std::vector</a></div><div class="ttdoc">A container.</div></div>
 </div></div></div>"""  # noqa: E501
     assert code_blocks(convert(body)) == ["#include <vector>\nint n = 0; // count\n"]
 
