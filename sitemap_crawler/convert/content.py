@@ -12,12 +12,23 @@ Chosen from signals every generator emits, not from a list of class names per si
 3. a root with almost no text while the page has more falls back to a wider one (the density
    pick, then the body), so a real page is not dropped as too short; ``Choice.kind`` records it.
 
+The density pick does not stop inside one of several sibling sections (DocBook's refsect1s)
+or inside a data table's rows, counts summaries under linked headlines (teasers) at a fifth,
+and takes the page's title block along.
+
 Inside the root, blocks are widgets when their class/id says boilerplate in a generic word
 (``share``, ``related``, ``breadcrumb``, ``pagination``, ``toc``, ``footer`` ...) and they are
 small or mostly links, when they are a short block whose text is a widget's ("Was this page
 helpful?", "Last updated ...", "8 min read", "Edit this page", "Version: 3.2"), when they are a
 list of in-page ``#`` links (an on-page TOC), or a ``rel=prev/next`` bar.  Blocks holding a
 page heading, code or a table, or a large share of the root's text, are never widgets.
+
+A class word is a guess, so it is checked against structure (issue 19): it never removes a
+heading, a term, a table's row or cell, or inline text inside a sentence or a line of code;
+a named block that holds prose stays unless it is link-dense or looks like a comment thread
+(a form, avatars, repeated items).  Widgets found by structure alone: groups of teaser cards
+(linked headlines of other pages), source views behind a "View Source" toggle, a code
+block's language label, a short box around a "source" link.
 """
 
 from __future__ import annotations
@@ -28,7 +39,8 @@ from typing import Any
 
 from lxml import etree
 
-from sitemap_crawler.convert.render import BOILERPLATE, code_language, code_lines, grid_columns
+from sitemap_crawler.convert.render import BOILERPLATE
+from sitemap_crawler.convert.shapes import code_language, code_lines, grid_columns
 
 _STRONG_WORDS = (
     "breadcrumbs?|pagination|pager|paginator|sidebar|side-bar|navbar|nav-bar|footer|toc|"
