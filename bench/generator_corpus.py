@@ -46,7 +46,8 @@ class Generator:
 
 _PERMALINKS = (".//a[contains(@class,'headerlink')]", ".//a[contains(@class,'anchor')]")
 _DOXYGEN = (".//div[@id='nav-path']", ".//div[@id='MSearchSelectWindow']",
-            ".//div[@id='MSearchResultsWindow']", ".//span[@class='permalink']")
+            ".//div[@id='MSearchResultsWindow']", ".//span[@class='permalink']",
+            ".//div[@class='ttc']")  # (hover tooltips in code, hidden by CSS)
 GENERATORS = [
     Generator("docbook-postgresql", "postgresql-doc-15", "postgresql-doc-15/html/*.html",
               ("//body",), (".//div[@class='navheader']", ".//div[@class='navfooter']")),
