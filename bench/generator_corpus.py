@@ -44,7 +44,8 @@ class Generator:
                    r"files|annotated.*|classes|hierarchy|namespace.*members.*|modules)\.html$"
 
 
-_PERMALINKS = (".//a[contains(@class,'headerlink')]", ".//a[contains(@class,'anchor')]")
+_PERMALINKS = (".//a[contains(@class,'headerlink')]", ".//a[contains(@class,'anchor')]",
+               ".//a[.//span[@class='viewcode-link']]")  # (Sphinx's "[source]" links)
 _DOXYGEN = (".//div[@id='nav-path']", ".//div[@id='MSearchSelectWindow']",
             ".//div[@id='MSearchResultsWindow']", ".//span[@class='permalink']",
             ".//div[@class='ttc']")  # (hover tooltips in code, hidden by CSS)
