@@ -360,3 +360,15 @@ def test_last_update_dates_do_not_leak():
       class="md-source-file__fact">Last update: <span class="git-revision-date">March 3,
       2024</span></span></aside></article></main>"""
     assert convert(body) == "# Guide\n\nBody text of the guide, long enough to be the page.\n"
+
+
+def test_the_space_at_a_links_edge_stays_outside_the_link():
+    # rustdoc writes "&mut " inside the link of a type ("<a>&amp;mut </a>__H"); editors
+    # leave "<a>the tool </a>daily" in prose
+    body = ('<main><h4 class="code-header">fn hash(state: <a class="primitive" '
+            'href="../primitive.reference.html">&amp;mut </a>__H)</h4><p>Use <a href="/x">the '
+            "tool </a>daily, and <a href='/y'> again</a>.</p></main>")
+    md = convert(body)
+    assert "[&mut](https://docs.example.com/guide/primitive.reference.html) \\_\\_H)" in md
+    assert "Use [the tool](https://docs.example.com/x) daily, and " \
+        "[again](https://docs.example.com/y)." in md

@@ -674,12 +674,16 @@ class Renderer:
         self.children(el)
         if self.flushes != flushes:
             return
+        raw = "".join(self.parts[start:])
         text = self.take_inline(start)
+        # the space at the link's edges stays outside it: <a>&amp;mut </a>T is "[&mut](…) T"
+        lead = " " if raw[:1].isspace() and text else ""
+        trail = " " if raw[-1:].isspace() and text else ""
         href = el.get("href")
         if href is not None:
             href = _URL_JUNK_RE.sub("", href).strip()
         if not href or href.lower().startswith(_BAD_SCHEMES):
-            self.parts.append(text)
+            self.parts.append(lead + text + trail)
             return
         absolute = urljoin(self.base, href)
         if not href.startswith("#") and absolute[:5].lower() in ("http:", "https"):
@@ -692,7 +696,7 @@ class Renderer:
             return
         title = el.get("title")
         title = ' "' + _collapse(title).replace('"', '\\"') + '"' if title else ""
-        self.parts.append(f"[{text}]({md_url(absolute)}{title})")
+        self.parts.append(f"{lead}[{text}]({md_url(absolute)}{title}){trail}")
 
     def img(self, el: Any) -> None:
         src = (el.get("src") or "").strip()
