@@ -372,3 +372,19 @@ def test_the_space_at_a_links_edge_stays_outside_the_link():
     assert "[&mut](https://docs.example.com/guide/primitive.reference.html) \\_\\_H)" in md
     assert "Use [the tool](https://docs.example.com/x) daily, and " \
         "[again](https://docs.example.com/y)." in md
+
+
+def test_a_title_block_beside_the_text_is_kept_above_it():
+    # DocBook chapter page (no <main>): title page with the chapter's h2, a TOC, then the
+    # section holding the text (AsciiDoc's div#header beside div#content prompted the rule)
+    para = "<p>" + "Exceptions are thrown, caught, and reported, with a message each. " * 4 \
+        + "</p>"
+    page = f"""<html><body><div class="navheader"><a href="p.html">Prev</a></div>
+      <div class="chapter"><div class="titlepage"><div><div><h2 class="title">Chapter 5.
+      Diagnostics</h2></div></div></div><div class="toc"><dl class="toc"><dt><a
+      href="#exc">Exceptions</a></dt></dl></div><div class="section"><div class="titlepage">
+      <h2 class="title" id="exc">Exceptions</h2></div>{para * 5}</div></div>
+      <div class="navfooter"><a href="n.html">Next</a></div></body></html>"""
+    md = html_to_markdown(page, URL).markdown
+    assert md.startswith("## Chapter 5. Diagnostics\n\n## Exceptions\n")
+    assert "Prev" not in md and "Next" not in md

@@ -168,20 +168,28 @@ def with_title(root: Any, body: Any, scores: dict[Any, float], news: bool) -> An
 
 
 def title_block(root: Any, doc: Any) -> Any:
-    """The small block just before ``root`` that holds the page's one <h1> (AsciiDoc's
-    div#header with the title and NAME line, beside div#content), or None."""
-    if root.find(".//h1") is not None or len(doc.findall(".//h1")) != 1:
+    """The small block shortly before ``root`` that holds the page's title, its one <h1> or
+    else its first <h2> (AsciiDoc's div#header with the h1 and NAME line beside div#content;
+    DocBook's div.titlepage with the chapter's h2 before its sections), or None."""
+    h1s = doc.findall(".//h1")
+    if len(h1s) > 1 or root.find(".//h1") is not None:
+        return None
+    title = h1s[0] if h1s else doc.find(".//h2")  # (DocBook titles chapters with an h2)
+    if title is None or title in root.iterdescendants():
         return None
     node = root
     for _ in range(2):
         prev = node.getprevious()
-        while prev is not None and not isinstance(prev.tag, str):
+        for _ in range(3):  # (a TOC may sit between the title and the text)
+            while prev is not None and not isinstance(prev.tag, str):
+                prev = prev.getprevious()
+            if prev is None:
+                break
+            if prev is title or title in prev.iterdescendants():
+                size = text_len(prev)
+                small = size <= max(300, 0.25 * text_len(root))
+                return prev if small and link_len(prev) <= 0.5 * size else None
             prev = prev.getprevious()
-        if prev is not None and (prev.tag == "h1" or prev.find(".//h1") is not None):
-            size = text_len(prev)
-            if size <= max(300, 0.25 * text_len(root)) and link_len(prev) <= 0.5 * size:
-                return prev
-            return None
         node = node.getparent()
         if node is None or node.tag == "body":
             return None
