@@ -388,3 +388,12 @@ def test_a_title_block_beside_the_text_is_kept_above_it():
     md = html_to_markdown(page, URL).markdown
     assert md.startswith("## Chapter 5. Diagnostics\n\n## Exceptions\n")
     assert "Prev" not in md and "Next" not in md
+
+
+def test_links_to_the_readers_own_disk_are_text():
+    # Debian rewrites Javadoc's and Haddock's links to file:///usr/share/doc/...: a web
+    # reader cannot follow them, and CommonMark renderers show them as raw text
+    body = ('<main><h1>StringUtils</h1><p>Takes a <a href="file:///usr/share/doc/'
+            'default-jdk-doc/api/java/lang/String.html" title="class in java.lang">String</a>'
+            " and trims it.</p></main>")
+    assert convert(body) == "# StringUtils\n\nTakes a String and trims it.\n"

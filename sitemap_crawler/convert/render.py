@@ -47,7 +47,7 @@ BODY_NAV_ROLES = NAV_ROLES | {"complementary"}
 _PERMALINK_CLASSES = frozenset({"headerlink", "hash-link", "anchor-link", "anchorjs-link",
                                 "header-anchor", "heading-anchor", "permalink"})
 _PERMALINK_TEXTS = frozenset({"", "¶", "§", "#", "🔗", "⚓", "◆"})
-_BAD_SCHEMES = ("javascript:", "vbscript:", "data:")
+_BAD_SCHEMES = ("javascript:", "vbscript:", "data:", "file:")  # (file: is the reader's disk)
 _URL_JUNK_RE = re.compile(r"[\t\n\r]")
 _MD_URL_SPECIAL_RE = re.compile(r"[\s()<>]")
 _WS_RE = re.compile(r"[ \t\n\r\f\v]+")
