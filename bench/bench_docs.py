@@ -50,6 +50,12 @@ def trafilatura_md(html: str) -> str:
                                include_formatting=True, include_links=True) or ""
 
 
+def converters(only: str | None) -> dict[str, Any]:
+    """Ours and trafilatura (or the one ``--only`` names), markdown from HTML."""
+    tools = {"ours": ours, "trafilatura": trafilatura_md}
+    return {only: tools[only]} if only else tools
+
+
 def _norm(text: str) -> str:
     return " ".join(text.split())
 
@@ -108,11 +114,8 @@ def main() -> None:
     args = ap.parse_args()
     records = build(args.workdir, args.pages, docusaurus=args.docusaurus)
     ev = scorer()
-    tools = {"ours": ours, "trafilatura": trafilatura_md}
-    if args.only:
-        tools = {args.only: tools[args.only]}
     results: dict[str, Any] = {}
-    for name, fn in tools.items():
+    for name, fn in converters(args.only).items():
         per_gen: dict[str, dict[str, float]] = defaultdict(lambda: defaultdict(float))
         pairs, times = [], []
         for rec in records:

@@ -4,7 +4,7 @@
   libxml2 instead of a second ``lxml.html`` parse and a Python walk: the same verdict on every
   page of the demo site (every designed oddity included) and on shells, and ``_chars`` is
   ``len(_text(...))`` exactly (or, with ``enough``, the same answer to "at least that many?").
-* ``content.text_len`` counts with XPath ``string-length(string(.))``: the same number as
+* ``signals.text_len`` counts with XPath ``string-length(string(.))``: the same number as
   joining ``itertext()``, non-BMP characters and hidden script/style text included.
 * The worker's crawl of a shell under ``render: http`` still warns (the check still runs on
   the one parse), on a real HTTP server.
@@ -22,7 +22,7 @@ from lxml import etree
 from sites import cli, write_config
 
 from bench.longsite import LongSite
-from sitemap_crawler.convert import content
+from sitemap_crawler.convert import signals
 from sitemap_crawler.convert.markdown import html_to_markdown, parse_html
 from sitemap_crawler.demo import site as demosite
 from sitemap_crawler.fetch.browser import _chars, _text, shell_reason
@@ -81,7 +81,7 @@ def test_chars_counts_what_text_builds() -> None:
 def test_text_len_is_the_joined_text_less_hidden_elements() -> None:
     def slow(el: object) -> int:
         total = len("".join(el.itertext()))  # type: ignore[attr-defined]
-        for s in el.iter(content._NOT_TEXT):  # type: ignore[attr-defined]
+        for s in el.iter(signals._NOT_TEXT):  # type: ignore[attr-defined]
             total -= len("".join(s.itertext()))
         return total
 
@@ -90,8 +90,8 @@ def test_text_len_is_the_joined_text_less_hidden_elements() -> None:
     for html in [*_pages(), extra]:
         doc = parse_html(html)
         for el in doc.iter("body", "main", "article", "p", "ul", "table", "a"):
-            assert content.text_len(el) == slow(el)
-            assert content._link_len(el) == sum(len("".join(a.itertext()))
+            assert signals.text_len(el) == slow(el)
+            assert signals.link_len(el) == sum(len("".join(a.itertext()))
                                                 for a in el.iter("a"))
 
 

@@ -12,12 +12,23 @@ Chosen from signals every generator emits, not from a list of class names per si
 3. a root with almost no text while the page has more falls back to a wider one (the density
    pick, then the body), so a real page is not dropped as too short; ``Choice.kind`` records it.
 
+The density pick does not stop inside one of several sibling sections (DocBook's refsect1s)
+or inside a data table's rows, counts summaries under linked headlines (teasers) at a fifth,
+and takes the page's title block along.
+
 Inside the root, blocks are widgets when their class/id says boilerplate in a generic word
 (``share``, ``related``, ``breadcrumb``, ``pagination``, ``toc``, ``footer`` ...) and they are
 small or mostly links, when they are a short block whose text is a widget's ("Was this page
 helpful?", "Last updated ...", "8 min read", "Edit this page", "Version: 3.2"), when they are a
 list of in-page ``#`` links (an on-page TOC), or a ``rel=prev/next`` bar.  Blocks holding a
 page heading, code or a table, or a large share of the root's text, are never widgets.
+
+A class word is a guess, so it is checked against structure (issue 19): it never removes a
+heading, a term, a table's row or cell, or inline text inside a sentence or a line of code;
+a named block that holds prose stays unless it is link-dense or looks like a comment thread
+(a form, avatars, repeated items).  Widgets found by structure alone: groups of teaser cards
+(linked headlines of other pages), source views behind a "View Source" toggle, a code
+block's language label, a short box around a "source" link.
 """
 
 from __future__ import annotations
@@ -28,62 +39,59 @@ from typing import Any
 
 from lxml import etree
 
-from sitemap_crawler.convert.render import BOILERPLATE
-
-_STRONG_WORDS = (
-    "breadcrumbs?|pagination|pager|paginator|sidebar|side-bar|navbar|nav-bar|footer|toc|"
-    "related|share|sharing|social|socials|comments?|newsletter|subscribe|subscription|signup|"
-    "promo|promotion|advert|advertisement|ads?|ad-slot|sponsor|sponsored|cookie|cookies|"
-    "consent|popup|modal|outbrain|taboola|recommended|recommendations|trending|most-popular|"
-    "prev-next|prevnext|skip-link|skiplink|print|feedback|rating|edit-link|editlink|"
-    "last-updated|lastupdated|tags|tag-list|taglist|categories|author-bio|newsletter-signup|"
-    "navheader|navfooter|fancy_toc|toc-mobile|rail|right-rail|left-rail"
+from sitemap_crawler.convert.density import (
+    density_root,
+    named_body,
+    teaser_cards,
+    title_block,
+    with_title,
 )
-_WEAK_WORDS = "nav|navigation|menu|header|masthead|banner|meta|byline|hd|ft|widget|tools|links"
-_STRONG_RE = re.compile(rf"(?:^|[\s_-])(?:{_STRONG_WORDS})(?:$|[\s_-])", re.I)
-_WEAK_RE = re.compile(rf"(?:^|[\s_-])(?:{_WEAK_WORDS})(?:$|[\s_-])", re.I)
-# Parts of a news page that its article text does not include: photo galleries, captions and
-# credits, bylines and datelines, embedded videos.  Only for news markup and density roots:
-# a docs figure caption is content.
-_NEWS_WORDS = ("captions?|credits?|gallery|slideshow|carousel|byline|bylines|author|authors|"
-               "dateline|timestamp|published|video|videos|video-player|photo|photos|"
-               "image-credit|media-credit|lightbox|figcaption|inline-media|headline-list")
-_NEWS_RE = re.compile(rf"(?:^|[\s_-])(?:{_NEWS_WORDS})(?:$|[\s_-])", re.I)
-_ANY_WORD_RE = re.compile(rf"(?:^|[\s_-])(?:{_STRONG_WORDS}|{_WEAK_WORDS}|{_NEWS_WORDS})"
-                          r"(?:$|[\s_-])", re.I)
-_CONTENT_RE = re.compile(r"(?:^|[\s_-])(?:content|article|body|main|post|entry|story|text|"
-                         r"markdown|typeset|document|prose)(?:$|[\s_-])", re.I)
+from sitemap_crawler.convert.shapes import code_language, code_lines, grid_columns
+from sitemap_crawler.convert.signals import (
+    ANY_WORD_RE,
+    CONTENT_RE,
+    HAS_HEADING,
+    HEADING_TAGS,
+    INLINE,
+    NEWS_RE,
+    STR,
+    STRLEN,
+    STRONG_RE,
+    WEAK_RE,
+    class_words,
+    link_len,
+    text_len,
+)
+
 _WIDGET_TEXT_RE = re.compile(
     r"^\s*(?:was this (?:page|article|doc|information|helpful)|is this page helpful|"
     r"did (?:you|this) (?:find|help|page)|how helpful|rate this|"
-    r"last (?:updated|modified|edited|reviewed)|updated(?: on)?\s*[:\d]|page last|"
+    r"last (?:updated?|modified|edited|reviewed)|updated(?: on)?\s*[:\d]|page last|"
     r"\d+\s*(?:-\s*)?min(?:ute)?s?\s*read|reading time|edit (?:this|on|page)|"
     r"improve this (?:page|doc)|suggest (?:an )?edits?|report an? (?:issue|problem)|"
     r"on this page|in this (?:article|page)|table of contents|"
     r"share(?: this)?(?: article| page| story)?\s*:?\s*$|print(?: this)?(?: page)?\s*$|"
     r"published\b|image \d+ of \d+|version\s*:?\s*v?\d|v\d+(?:\.\d+)+\s*$|tags?\s*:|"
-    r"back to top|skip to|"
+    r"back to top|skip to|defined in \S+\.\w+:\d+\s*$|"
     r"(?:« ?|← ?|‹ ?)?(?:previous|prev|next)(?: ?»| ?→| ?›)?\s*(?:page|article|post|chapter)?"
     r"\s*:?\s*$|advertisement\s*$|sign up for|subscribe to|follow us)", re.I)
 _KEEP_TAGS = frozenset({"h1", "h2", "pre", "table"})
-_PARA_TAGS = ("p", "pre", "td", "blockquote", "dd", "div", "span", "section", "article",
-              "font", "center")
-_INLINE = frozenset({"a", "em", "strong", "b", "i", "u", "code", "span", "font", "small",
-                     "sup", "sub", "abbr", "cite", "q", "mark", "time"})
-_BODY_RE = re.compile(r"(?:^|\s)(?:[\w-]*(?:article|story|entry|post|news)[-_]?(?:body|content|"
-                      r"text)|articlebody|body-?text|story|article-?body)(?:$|\s)", re.I)
-_NOT_TEXT = ("script", "style", "noscript", "template")
 _NEWS_KINDS = frozenset({"article", "articleBody"})
+_COMMENT_RE = re.compile(r"comment", re.I)
+_COMMENT_ITEMS = ".//*[contains(@class, 'comment') or contains(@id, 'comment')]"
+_ITEMS = ".//article|.//li"
+_SOURCE_LINKS = frozenset({"source", "[src]", "[source]", "src"})
+_SOURCE_TOGGLE_RE = re.compile(r"^(?:view |show )?source(?: code)?(?: in \S+)?$", re.I)
+_BYLINE_RE = re.compile(r"byline|author|dateline|published", re.I)
 _NAMED_OUTSIDE_CODE = etree.XPath(
     ".//*[@class or @id][not(ancestor-or-self::pre)][not(ancestor-or-self::code)]")
 # (the cheap length test first: normalize-space() builds a string per text node)
 _SHORT_TEXTS_OUTSIDE_CODE = etree.XPath(
     ".//text()[string-length() < 200][normalize-space()][not(ancestor::pre)]"
     "[not(ancestor::code)]")
-# The length of an element's text, counted by libxml2: 5x faster than joining itertext() in
-# Python (0.02 against 0.10 ms for a 37 KB <main>), the same count (code points).
-_STRLEN = etree.XPath("string-length(string(.))")
 _ITEMPROPS = etree.XPath("//@itemprop")
+_LABEL_TEXT = etree.XPath(".//text()[not(ancestor::button)][normalize-space()]")
+_IN_CELL = etree.XPath("boolean(ancestor-or-self::td|ancestor-or-self::th)")
 _ROLES = etree.XPath("//@role")
 
 
@@ -95,18 +103,7 @@ class Choice:
     kind: str  # articleBody | main | main>article | role=main | article | density | body
     whole_body: bool
     widgets: set[Any] = field(default_factory=set)
-
-
-def text_len(el: Any) -> int:
-    """Characters of visible text below ``el`` (script/style text not counted)."""
-    total = int(_STRLEN(el))
-    for s in el.iter(_NOT_TEXT):
-        total -= int(_STRLEN(s))
-    return total
-
-
-def _link_len(el: Any) -> int:
-    return sum(int(_STRLEN(a)) for a in el.iter("a"))
+    before: list[Any] = field(default_factory=list)  # a title block rendered above the root
 
 
 def _hidden(el: Any) -> bool:
@@ -123,20 +120,10 @@ def _visible(els: Any) -> list[Any]:
     return [e for e in els if not _hidden(e)]
 
 
-_SLUG_ID_TAGS = frozenset({"h1", "h2", "h3", "h4", "h5", "h6", "dt", "section", "span", "a",
-                           "li", "p", "code", "table", "figure"})
-_HEADING_TAGS = frozenset({"h1", "h2", "h3", "h4", "h5", "h6"})
-
-
-def _names(el: Any) -> str:
-    """Class and id words; an id is skipped where generators make it from the text (headings,
-    API terms, sections: a section titled "Share" has id="share")."""
-    cls, id_ = el.get("class"), el.get("id")
-    if id_ and (el.tag in _SLUG_ID_TAGS or (len(el) and el[0].tag in _HEADING_TAGS)):
-        id_ = None
-    if cls and id_:
-        return cls + " " + id_
-    return cls or id_ or ""
+# never a widget by a class word: headings, terms, and a table's parts (Apache's tr.header)
+_TERMS = HEADING_TAGS | {"dt", "summary", "caption", "th", "td", "tr", "thead", "tbody",
+                          "tfoot"}
+_INLINE_MORE = INLINE | {"b", "i", "kbd", "var", "samp", "tt", "label", "dfn"}
 
 
 def _with_attr(found: list[Any], value: str) -> list[Any]:
@@ -176,95 +163,6 @@ def _semantic(doc: Any) -> tuple[Any, str] | None:
     return None
 
 
-def _p_text(el: Any) -> int:
-    return sum(int(_STRLEN(p)) for p in el.iter("p"))
-
-
-def _named_body(root: Any) -> Any:
-    """An element named like an article body (``article-body``, ``entry-content``...) inside
-    ``root`` that holds most of its paragraphs: news templates put rails and teasers beside
-    it inside the same ``<article>``."""
-    total = _p_text(root)
-    if not total:
-        return root
-    for el in root.iter("div", "section", "article"):
-        names = _names(el)
-        if el is not root and names and _BODY_RE.search(names) and \
-                _p_text(el) >= 0.6 * total:
-            return el
-    return root
-
-
-def _boiler_region(el: Any, cache: dict[Any, bool]) -> bool:
-    """Is ``el`` (or an ancestor) header/nav/footer/aside or a boilerplate-named region?"""
-    chain = []
-    node = el
-    result = False
-    while node is not None:
-        if node in cache:
-            result = cache[node]
-            break
-        chain.append(node)
-        tag = node.tag
-        if tag in BOILERPLATE or node.get("role") in ("navigation", "banner", "contentinfo",
-                                                      "complementary", "search"):
-            result = True
-            break
-        names = _names(node)
-        if names and _STRONG_RE.search(names) and not _CONTENT_RE.search(names):
-            result = True
-            break
-        node = node.getparent()
-    for n in chain:
-        cache[n] = result
-    return result
-
-
-def _own_text(el: Any) -> tuple[str, int]:
-    """The text an element holds itself (with its inline children), and how much is links."""
-    parts = [el.text or ""]
-    links = 0
-    for c in el:
-        tag = c.tag
-        if tag in _INLINE:
-            t = "".join(c.itertext())
-            parts.append(t)
-            if tag == "a":
-                links += len(t)
-        if c.tail:
-            parts.append(c.tail)
-    return " ".join("".join(parts).split()), links
-
-
-def _density_root(body: Any) -> Any:
-    """The deepest element holding 75 % of the text score (readability-like): every element
-    whose own text is a paragraph (25+ characters) scores for itself and its ancestors."""
-    scores: dict[Any, float] = {}
-    cache: dict[Any, bool] = {}
-    for p in body.iter(_PARA_TAGS):
-        text, links = _own_text(p)
-        if len(text) < 25 or _boiler_region(p, cache):
-            continue
-        score = (1 + text.count(",") + min(len(text) / 100, 3)) * \
-            max(0.0, 1 - links / len(text)) ** 2
-        node = p
-        while node is not None:
-            scores[node] = scores.get(node, 0.0) + score
-            if node is body:
-                break
-            node = node.getparent()
-    total = scores.get(body, 0.0)
-    if not total:
-        return body
-    node = body
-    while True:
-        best = max((c for c in node if isinstance(c.tag, str)), key=lambda c: scores.get(c, 0),
-                   default=None)
-        if best is None or scores.get(best, 0) < 0.75 * total:
-            return node
-        node = best
-
-
 def _widgets(root: Any, news: bool) -> set[Any]:
     """Blocks inside the content root that are widgets, by the signals in the module doc."""
     out: set[Any] = set()
@@ -275,34 +173,73 @@ def _widgets(root: Any, news: bool) -> set[Any]:
             return True
         return any(True for _ in el.iter(_KEEP_TAGS))
 
-    if news:
-        out.update(root.iter("figure", "figcaption"))
+    if news:  # photos and captions; a figure holding code or a table is content
+        out.update(f for f in root.iter("figure", "figcaption")
+                   if f.find(".//pre") is None and f.find(".//table") is None
+                   and f.find(".//code") is None)
     # code is never a widget (Prism marks comments <span class="token comment">); libxml2
     # selects the named elements outside code, Python looks only at those
     for el in _NAMED_OUTSIDE_CODE(root):
-        names = _names(el)
-        if not names or not _ANY_WORD_RE.search(names):
+        # a class word never removes a heading or a term (rustdoc's h4.code-header), nor
+        # inline text in a sentence or a line of code (Asciidoctor's b.menu, span.comment)
+        tag = el.tag
+        if tag in _TERMS:
             continue
-        strong = _STRONG_RE.search(names) or (news and _NEWS_RE.search(names))
-        weak = not strong and _WEAK_RE.search(names)
-        if not (strong or weak) or _CONTENT_RE.search(names):
+        names = class_words(el)
+        if not names or not ANY_WORD_RE.search(names):
             continue
+        news_word = news and NEWS_RE.search(names)
+        if tag in _INLINE_MORE and not news_word and _in_text(el):
+            continue  # a word of a sentence, a heading or a line of code (b.menu, span.comment)
+        strong = STRONG_RE.search(names) or news_word
+        weak = not strong and WEAK_RE.search(names)
+        if not (strong or weak) or CONTENT_RE.search(names):
+            continue
+        if el.get("role") == "tablist" or el.find(".//*[@role='tab']") is not None:
+            continue  # tab labels: the renderer puts each above its panel
+        parent = el.getparent()
+        if parent is not None and grid_columns(parent):
+            continue  # a cell of a grid table ("table-header col-first")
         size = text_len(el)
-        if protected(el, size, 0.6 if strong else 0.4):
+        links = link_len(el)
+        if strong and size and links / size > 0.5 and size < 0.6 * root_len and \
+                not any(True for _ in el.iter("h1", "h2", "pre")):
+            out.add(el)  # a navigation table (DocBook's navheader: Prev, Up, Next) is a widget
             continue
-        links = _link_len(el)
+        if protected(el, size, 0.6 if strong else 0.4) or \
+                (links <= 0.3 * size and _holds_prose(el, names, news)):
+            continue
         if strong or (size and links / size > 0.5) or size < 80:
             out.add(el)
-    for lst in root.iter("ul", "ol"):
+    for lst in root.iter("ul", "ol", "div", "section", "details"):
+        if lst is root or lst in out:
+            continue
         anchors = lst.findall(".//a[@href]")
         if len(anchors) >= 3 and all(a.get("href", "").startswith("#") for a in anchors):
             size = text_len(lst)
-            if size and _link_len(lst) / size > 0.8 and not protected(lst, size):
+            if size and link_len(lst) / size > 0.8 and not protected(lst, size):
                 out.add(lst)  # an on-page table of contents
+    for a in root.iter("a"):  # "1.0.0 · source": a source link and the stamps beside it
+        if not len(a) and (a.text or "").strip().lower() in _SOURCE_LINKS:
+            box = a.getparent()
+            if box is not None and box is not root and box.tag in ("span", "div") and \
+                    text_len(box) <= 60 and box.find(".//h1") is None:
+                out.add(box)
+    for pre in root.iter("pre"):
+        out.update(_language_labels(pre, root))
+    inputs: dict[str, Any] | None = None
+    for ctl in root.iter("label", "summary"):  # "View Source": the source behind a toggle
+        if _SOURCE_TOGGLE_RE.match(" ".join("".join(ctl.itertext()).split())):
+            if inputs is None:
+                inputs = {i.get("id"): i for i in root.iter("input") if i.get("id")}
+            target = ctl.getparent() if ctl.tag == "summary" else _toggled(ctl, inputs)
+            if target is not None and target is not root:
+                out.add(ctl)
+                out.add(target)
     for a in root.xpath(".//a[@rel='prev' or @rel='next']"):
         out.add(_climb(a, root, 200))
-    for s in _SHORT_TEXTS_OUTSIDE_CODE(root):
-        if _WIDGET_TEXT_RE.match(s):
+    for s in _SHORT_TEXTS_OUTSIDE_CODE(root):  # (a table's cells are its data)
+        if _WIDGET_TEXT_RE.match(s) and not _IN_CELL(s.getparent()):
             el = s.getparent()
             if s.is_tail:
                 continue
@@ -311,6 +248,15 @@ def _widgets(root: Any, news: bool) -> set[Any]:
             el = _climb(el, root, 160)
             if not protected(el, text_len(el)):
                 out.add(el)
+    # a group of three or more teaser cards (linked headlines of other pages: related posts,
+    # carousels) that is not most of the page, even inside <main>
+    teasers = teaser_cards(root)
+    for group in {t.getparent() for t in teasers if t.getparent() is not None}:
+        items = [c for c in group if c in teasers]
+        if len(items) >= 3 and group is not root and group not in out:
+            size = text_len(group)
+            if not protected(group, size, 0.4):
+                out.add(group)
     if news:  # no generator markup to trust: link lists without prose are menus
         for el in root.iter("ul", "ol", "div", "section", "table", "aside", "header"):
             if el is root or el in out:
@@ -319,25 +265,106 @@ def _widgets(root: Any, news: bool) -> set[Any]:
             if len(anchors) < 3:
                 continue
             size = text_len(el)
-            if not size or _link_len(el) / size <= 0.4 or protected(el, size):
+            if not size or link_len(el) / size <= 0.4 or protected(el, size):
                 continue
-            if not any(_prose(p) for p in el.iter("p")):
-                out.add(el)
+            if any(_prose(p) for p in el.iter("p")) or _reference(el):
+                continue
+            out.add(el)
     return out
 
 
-def _prose(p: Any) -> bool:
+_SIGNATURE_RE = re.compile(r"signature|(?:^|[\s_-])sig(?:$|[\s_-])", re.I)
+
+
+def _reference(el: Any) -> bool:
+    """An API entry, not a menu: a signature, or a heading with an anchor id whose text is
+    not a link (TypeDoc's member sections, whose types are links)."""
+    names = class_words(el)
+    if names and _SIGNATURE_RE.search(names):
+        return True
+    for h in el.iter("h2", "h3", "h4", "h5", "h6"):
+        if h.get("id") and int(STRLEN(h)) > link_len(h):
+            return True
+    return False
+
+
+_TEXT_BLOCKS = frozenset({"p", "blockquote", "pre", "code", "h1", "h2", "h3", "h4", "h5", "h6"})
+
+
+def _in_text(el: Any) -> bool:
+    """Is an inline element part of running text or code, rather than a block of its own?"""
+    node = el.getparent()
+    for _ in range(4):
+        if node is None:
+            return False
+        if node.tag in _TEXT_BLOCKS or code_lines(node):
+            return True
+        node = node.getparent()
+    return False
+
+
+def _holds_prose(el: Any, names: str, news: bool) -> bool:
+    """Written text under a boilerplate-sounding name (TypeDoc's ``tsd-comment`` doc
+    comment, a post in a ``byline``-named box) is content, unless it is a comment thread:
+    several items named like comments, or a reply form."""
+    if _COMMENT_RE.search(names):  # a doc comment (TypeDoc's tsd-comment), or a thread?
+        return not (el.find(".//form") is not None or el.find(".//textarea") is not None
+                    or el.find(".//img") is not None or len(el.xpath(_COMMENT_ITEMS)) >= 2
+                    or len(el.xpath(_ITEMS)) >= 2 or _COMMENT_RE.search(STR(el))) \
+            and int(STRLEN(el)) >= 20  # ("Comments are closed" speaks of comments)
+    paras = [p for p in el.iter("p") if _prose(p, 80)]
+    if news and NEWS_RE.search(names):  # a story in a byline box, not a gallery's captions
+        return len(paras) >= 3 and bool(_BYLINE_RE.search(names)) and \
+            el.find(".//img") is None
+    return len(paras) >= 2 or (len(paras) == 1 and el.find(".//a") is None)
+
+
+def _language_labels(pre: Any, root: Any) -> list[Any]:
+    """A code block's language shown as a label beside it (VitePress' span.lang "sh"):
+    short siblings in the block's wrapper whose text is the block's language."""
+    lang = code_language(pre).lower()
+    wrapper = pre.getparent()
+    if not lang or wrapper is None or wrapper is root:
+        return []
+    found = []
+    for _ in range(2):
+        for sib in wrapper:
+            if sib is pre or not isinstance(sib.tag, str) or sib.find(".//pre") is not None:
+                continue
+            text = " ".join(_LABEL_TEXT(sib)).strip().lower()  # (a Copy button beside it)
+            if text and len(text) <= 20 and text in (lang, lang.replace("-", " ")):
+                found.append(sib)
+        pre, wrapper = wrapper, wrapper.getparent()
+        if wrapper is None or wrapper is root or len(wrapper.findall(".//pre")) != 1:
+            break
+    return found
+
+
+def _toggled(label: Any, inputs: dict[str, Any]) -> Any:
+    """The code block a CSS checkbox toggle shows (pdoc: ``label[for] ~ input ~ div``): the
+    first sibling after the label's input (or the label) that holds a <pre>."""
+    start = inputs.get(label.get("for") or "")
+    node = (start if start is not None else label).getnext()
+    while node is not None:
+        if node.tag == "pre" or node.find(".//pre") is not None:
+            return node
+        node = node.getnext()
+    return None
+
+
+def _prose(p: Any, least: int = 150) -> bool:
     """A paragraph a person wrote: long enough, and mostly not links."""
     text = "".join(p.itertext())
-    return len(text) >= 150 and _link_len(p) < 0.3 * len(text)
+    return len(text) >= least and link_len(p) < 0.3 * len(text)
 
 
 def _climb(el: Any, root: Any, limit: int) -> Any:
     """The widest ancestor below ``root`` that is still a short block (the whole widget)."""
     while True:
         parent = el.getparent()
-        if parent is None or parent is root or text_len(parent) > limit:
-            return el
+        if parent is None or parent is root or text_len(parent) > limit or \
+                parent.xpath(HAS_HEADING):
+            return el  # (a titled block is an entry, not the widget: TypeDoc's members)
         el = parent
 
 
@@ -355,17 +382,16 @@ def choose(doc: Any, *, news: bool = False, min_chars: int = 200) -> Choice:
         root, kind = found
         news = news or kind in _NEWS_KINDS
         if news:
-            root = _named_body(root)
+            root = named_body(root)
         size = text_len(root)
         if size >= min_chars or text_len(body) < 2 * max(size, 1) + min_chars:
             return Choice(root, kind, False, _widgets(root, news))
-    root = _named_body(_density_root(body))
-    for _ in range(2):  # the title above the text block belongs to it
-        parent = root.getparent()
-        if root is body or parent is None or root.find(".//h1") is not None \
-                or len(parent.findall(".//h1")) != 1:
-            break
-        root = parent
+    dense, scores = density_root(body)
+    root = with_title(named_body(dense), body, scores, news)
+    while root is not body and text_len(root) < min_chars and root.getparent() is not None:
+        root = root.getparent()  # a short page: the block around it, before the whole body
     if root is not body and text_len(root) >= min_chars:
-        return Choice(root, "density", False, _widgets(root, True))
+        title = None if news else title_block(root, doc)
+        return Choice(root, "density", False, _widgets(root, True),
+                      [title] if title is not None else [])
     return Choice(body, "body", True, _widgets(body, True))

@@ -115,7 +115,10 @@ def _parser() -> etree.HTMLParser:
     """
     p = getattr(_local, "parser", None)
     if p is None:
-        p = _local.parser = etree.HTMLParser(remove_comments=True, remove_pis=True)
+        # huge_tree: without it libxml2 stops at 255 levels of nesting and at a 10 MB text
+        # node, and the text past either is lost without an error
+        p = _local.parser = etree.HTMLParser(remove_comments=True, remove_pis=True,
+                                             huge_tree=True)
     return p
 
 
@@ -129,10 +132,31 @@ def parse_html(html: str) -> Any | None:
 def _parse(html: str) -> Any | None:
     if html.lstrip()[:5].lower() == "<?xml":  # lxml refuses str input that declares a charset
         html = _XML_DECL_RE.sub("", html, count=1)
+    parser = _parser()
     try:
-        return etree.fromstring(html, _parser())  # None for an empty document
+        doc = etree.fromstring(html, parser)  # None for an empty document
     except (etree.ParserError, etree.XMLSyntaxError, ValueError):
         return None
+    if doc is not None and _cut(parser):
+        # nested deeper than libxml2 goes (2048 levels even with huge_tree): the text
+        # below would be lost, so parse again without the wrapper tags, then as text only
+        for flat in (_FLATTEN_RE.sub(" ", html), _ANY_TAG_RE.sub(" ", html)):
+            doc = etree.fromstring(flat, parser)
+            if doc is None or not _cut(parser):
+                break
+    return doc
+
+
+def _cut(parser: Any) -> bool:
+    """Did libxml2 stop early (too deep) and drop the rest of the page?"""
+    return any(e.type_name == "ERR_RESOURCE_LIMIT" for e in parser.error_log)
+
+
+# every tag but those that carry the structure markdown shows
+_FLATTEN_RE = re.compile(r"</?(?!(?:p|h[1-6]|pre|code|ul|ol|li|dl|dt|dd|table|thead|tbody|tr|"
+                         r"td|th|a|br|img|main|article|body|html|head|title|meta|link|script|"
+                         r"style|blockquote)[\s/>])[A-Za-z][^>]*>")
+_ANY_TAG_RE = re.compile(r"<(?!/?(?:html|head|title|body)[\s/>])/?[A-Za-z][^>]*>")
 
 
 def _text_content(el: Any) -> str:
@@ -250,7 +274,7 @@ def html_to_markdown(html: str, url: str, *, code_language_default: str | None =
     choice = choose(doc, news=head.og_type == "article")
     renderer = Renderer(head.base, whole_body=choice.whole_body,
                         code_default=code_language_default or "", drop_elements=choice.widgets)
-    markdown = _tidy(renderer.markdown(choice.root))
+    markdown = _tidy(renderer.markdown(choice.root, choice.before))
     title = head.title or head.og_title
     if not title:
         h1 = next(doc.iter("h1"), None)

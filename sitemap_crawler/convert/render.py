@@ -20,11 +20,24 @@ import re
 from typing import Any
 from urllib.parse import urljoin, urlsplit, urlunsplit
 
+from sitemap_crawler.convert.shapes import (
+    LineChildren,
+    code_language,
+    code_lines,
+    content_form,
+    grid_columns,
+    is_admonition,
+    is_gutter,
+    is_math,
+    label_of,
+    tab_panels,
+)
+
 # Elements that are never content, even inside <main>: nav (breadcrumbs, prev/next, TOC) and
 # footer ("last updated", "edit this page") are there too, so that they do not move the
 # content hash.  BOILERPLATE (+ header, aside) applies when the content is the whole <body>.
 NEVER = frozenset({
-    "script", "style", "noscript", "form", "button", "svg", "iframe", "template", "input",
+    "script", "style", "noscript", "button", "svg", "iframe", "template", "input",
     "select", "textarea", "canvas", "dialog", "object", "embed", "link", "meta", "head",
     "title", "base", "nav", "footer", "math-field",
 })
@@ -33,15 +46,8 @@ NAV_ROLES = frozenset({"navigation", "banner", "contentinfo", "search"})
 BODY_NAV_ROLES = NAV_ROLES | {"complementary"}
 _PERMALINK_CLASSES = frozenset({"headerlink", "hash-link", "anchor-link", "anchorjs-link",
                                 "header-anchor", "heading-anchor", "permalink"})
-_PERMALINK_TEXTS = frozenset({"", "¶", "§", "#", "🔗", "⚓"})
-_GUTTER_TOKENS = frozenset({"linenos", "lineno", "linenodiv", "ln", "lnt", "gutter",
-                            "line-numbers-rows", "hljs-ln-numbers", "line-number"})
-_GUTTER_RE = re.compile(r"line-?numbers?(?!-)|linenos|lineno(?!-)", re.I)
-_LANG_CLASS_RE = re.compile(
-    r"(?:^|\s)(?:(?:language|lang|highlight(?:-source)?)-|brush:\s*)([A-Za-z0-9_+#.-]+)")
-_NO_LANG = frozenset({"none", "plaintext", "nohighlight", "text-only", "notranslate",
-                      "default", "source"})
-_BAD_SCHEMES = ("javascript:", "vbscript:", "data:")
+_PERMALINK_TEXTS = frozenset({"", "¶", "§", "#", "🔗", "⚓", "◆"})
+_BAD_SCHEMES = ("javascript:", "vbscript:", "data:", "file:")  # (file: is the reader's disk)
 _URL_JUNK_RE = re.compile(r"[\t\n\r]")
 _MD_URL_SPECIAL_RE = re.compile(r"[\s()<>]")
 _WS_RE = re.compile(r"[ \t\n\r\f\v]+")
@@ -53,9 +59,14 @@ _LINE_START_RE = re.compile(r"^(#{1,6}(?:\s|$)|[-+](?:\s|$)|>|=+\s*$|\d{1,9}[.)]
 _BACKTICKS_RE = re.compile(r"`+")
 _HEADINGS = {"h1": 1, "h2": 2, "h3": 3, "h4": 4, "h5": 5, "h6": 6}
 _PRE_BLOCKS = frozenset({"div", "p", "li", "tr", "table", "tbody", "pre"})
-# the box itself, not its parts (Docusaurus: admonition_xJq3 > admonitionContent_BuS1)
-_ADMONITION_RE = re.compile(r"(?:^|\s)(?:theme-)?admonition(?:_[A-Za-z0-9]+)?(?:$|\s)")
-_MAX_DEPTH = 120  # each level is ~3 Python frames; lxml itself stops at 255
+_MAX_DEPTH = 120  # each level is ~3 Python frames; deeper, the text is taken flat
+_ANCHOR_TEXT_RE = re.compile(r"^(?:section titled|link to (?:this|the) |permalink|"
+                             r"direct link to|anchor (?:for|link)|copy link)", re.I)
+_WIDGET_LINKS = frozenset({"source", "[src]", "[source]", "src", "run", "expand description",
+                           "[−]", "[+]", "[-]",
+                           "collapse", "view source", "show source", "copy", "copied!",
+                           "copy code", "edit", "[edit]"})
+_ROLE_CELLS = ("cell", "gridcell", "columnheader", "rowheader")
 _LAYOUT_INSIDE = ".//table|.//pre|.//ul|.//ol|.//h1|.//h2|.//h3|.//blockquote|.//dl"
 
 
@@ -66,41 +77,8 @@ def md_url(url: str) -> str:
     return "<" + url.replace("<", "%3C").replace(">", "%3E").replace("\n", "%0A") + ">"
 
 
-def code_language(pre: Any) -> str:
-    """Language of a code block from the classes/data-lang used by common highlighters."""
-    candidates = [pre]
-    code = pre.find("code")
-    if code is not None:
-        candidates.insert(0, code)
-    parent = pre.getparent()
-    for _ in range(2):  # Sphinx: div.highlight-python > div.highlight > pre
-        if parent is None or parent.tag != "div":
-            break
-        candidates.append(parent)
-        parent = parent.getparent()
-    for el in candidates:
-        lang = el.get("data-lang") or el.get("data-language")
-        if lang and lang.strip().lower() not in _NO_LANG:
-            return lang.strip()
-        cls = el.get("class")
-        if cls:
-            for m in _LANG_CLASS_RE.finditer(cls):
-                if m.group(1).lower() not in _NO_LANG:
-                    return m.group(1)
-            tokens = cls.split()
-            if "sourceCode" in tokens and len(tokens) == 2:  # pandoc: "sourceCode python"
-                lang = tokens[1 - tokens.index("sourceCode")]
-                if lang.lower() not in _NO_LANG:
-                    return lang
-    return ""
-
-
-def is_gutter(cls: str) -> bool:
-    """Line-number gutters of the common highlighters (Pygments, Prism, Chroma, Docusaurus)."""
-    low = cls.lower()
-    if "ln" not in low and "line" not in low and "gutter" not in low:
-        return False  # the common case, without a regex
-    return not _GUTTER_TOKENS.isdisjoint(cls.split()) or bool(_GUTTER_RE.search(cls))
+_GRID_NOT_CELL = ("boolean(.//pre|.//table|.//ul|.//ol|.//h1|.//h2|.//h3|.//h4|.//p[2]|"
+                  ".//img|.//blockquote)")
 
 
 def escape_text(text: str) -> str:
@@ -153,11 +131,15 @@ class Renderer:
         self.flushes = 0
         self.cell = False  # rendering a table cell: one line
         self.tab_labels: list[str] = []
+        self.panel_labels: dict[Any, str] = {}
         self.depth = 0
 
     # --- output ------------------------------------------------------------------------------
 
-    def markdown(self, root: Any) -> str:
+    def markdown(self, root: Any, before: Any = ()) -> str:
+        for el in before:  # a title block beside the root (content.Choice.before)
+            if not self.skip(el):
+                self.node(el)
         self.children(root)
         self.flush()
         return "\n".join(self.lines)
@@ -243,17 +225,20 @@ class Renderer:
             return tag != "script" or not (el.get("type") or "").startswith("math/tex")
         if el in self.widgets:
             return True
+        if tag == "form":
+            return not content_form(el)
         attrib = el.attrib
         if not attrib:
             return False
         role = attrib.get("role")
         if "hidden" in attrib or attrib.get("aria-hidden", "").lower() == "true":
-            return role != "tabpanel"  # hidden tabs are content: one section per tab
+            # hidden tabs are content: one section per tab
+            return role != "tabpanel" and el not in self.panel_labels
         if role and role in self.nav_roles:
             return True
         style = attrib.get("style")
         if style and "display:none" in style.replace(" ", "").lower():
-            return role != "tabpanel"
+            return role != "tabpanel" and el not in self.panel_labels
         cls = attrib.get("class")
         if cls and tag in ("a", "span", "td", "div") and is_gutter(cls):
             return True
@@ -261,10 +246,23 @@ class Renderer:
             if cls and not _PERMALINK_CLASSES.isdisjoint(cls.split()):
                 return True
             href = attrib.get("href", "")
-            if href.startswith("#") and \
-                    "".join(el.itertext()).strip(" \u200b\n\t") in _PERMALINK_TEXTS:
+            if href.startswith("#"):
+                text = "".join(el.itertext()).strip(" \u200b\xa0\n\t")
+                if text in _PERMALINK_TEXTS or _ANCHOR_TEXT_RE.match(text):
+                    return True  # a heading's anchor, its screen-reader text included
+            if (cls or href.startswith("javascript:")) and self._widget_link(el):
                 return True
+        elif tag == "summary" and self._widget_link(el):
+            return True  # rustdoc's "Expand description": the details stay
         return False
+
+    def _widget_link(self, el: Any) -> bool:
+        """A control's word as a whole link ("source", "Run", "Expand description"), not a
+        word of a sentence or of a list of links."""
+        text = " ".join("".join(el.itertext()).split()).lower()
+        if text not in _WIDGET_LINKS:
+            return False
+        return next(el.iterancestors("p", "li", "td", "th"), None) is None
 
     def node(self, el: Any) -> None:
         if self.depth > _MAX_DEPTH:  # pathological nesting: its text, without recursion
@@ -311,21 +309,32 @@ class Renderer:
     # --- blocks ------------------------------------------------------------------------------
 
     def block(self, el: Any) -> None:
+        if el in self.panel_labels:
+            self.tab_label(self.panel_labels.pop(el))
         cls = el.get("class")
         if cls:
-            if "admonition" in cls and _ADMONITION_RE.search(cls):
+            if is_admonition(el, cls):
                 return self.admonition(el)
+            if ("grid" in cls or "table" in cls) and self.grid(el):
+                return None
             if "tabbed-labels" in cls:
                 return self.tablist(el)
             if "tabbed-block" in cls or el.get("role") == "tabpanel":
                 return self.tabpanel(el)
-            if "math" in cls or "arithmatex" in cls:
+            if is_math(cls):
                 return self.math_block(el)
         role = el.get("role")
-        if role == "tablist":
-            return self.tablist(el)
-        if role == "tabpanel":
-            return self.tabpanel(el)
+        if role:
+            if role == "tablist":
+                return self.tablist(el)
+            if role == "tabpanel":
+                return self.tabpanel(el)
+            if role in ("table", "grid", "treegrid"):
+                return self.role_table(el)
+        elif el.get("style") and self.grid(el):
+            return None
+        if len(el) and code_lines(el):
+            return self.pre(el, lines_only=True)
         self.block_children(el)
 
     def bold_block(self, el: Any) -> None:
@@ -339,38 +348,71 @@ class Renderer:
         self.brk(2)
 
     def admonition(self, el: Any) -> None:
-        """Note/warning boxes of Sphinx, MkDocs and Docusaurus: a block quote, title in bold."""
+        """Note/warning boxes of Sphinx, MkDocs, Docusaurus, Starlight, VitePress, Asciidoctor:
+        a block quote, the label in bold (also when it is aria-hidden or only an icon's
+        ``title``)."""
         self.brk(2)
         self.stack.append(["> ", "> ", False])
+        icon = el.find(".//td[@class='icon']")  # Asciidoctor: a table of icon and content
+        if icon is not None and icon.getnext() is not None:
+            self.label(label_of(icon))
+            self.children(icon.getnext())
+            self.brk(2)
+            self.stack.pop()
+            return
         titled = False
         if el.text and el.text.strip():
             self.text(el.text)
         for child in el:
-            if not self.skip(child):
-                cls = (child.get("class") or "").lower()
-                if not titled and ("title" in cls or "heading" in cls or child.tag == "summary"):
-                    self.bold_block(child)
-                    titled = True
+            cls = (child.get("class") or "").lower() if isinstance(child.tag, str) else ""
+            if not titled and ("title" in cls or "heading" in cls or "label" in cls
+                               or child.tag == "summary"):
+                if child.tag in _HEADINGS and not self.skip(child):
+                    self.node(child)  # DocBook's h3.title "Note": a heading it stays
                 else:
-                    self.node(child)
+                    self.label(label_of(child))
+                titled = True
+            elif not self.skip(child):
+                if not titled and el.get("aria-label"):
+                    self.label(_collapse(el.get("aria-label")))
+                titled = True
+                self.node(child)
             if child.tail:
                 self.text(child.tail)
         self.brk(2)
         self.stack.pop()
 
-    def tablist(self, el: Any) -> None:
-        """Tab labels are remembered and printed above their panels, not as a row of words."""
+    def label(self, text: str) -> None:
         self.brk(2)
-        tabs = el.xpath(".//*[@role='tab']") or el.findall(".//label")
-        self.tab_labels = [_collapse("".join(t.itertext())) for t in tabs]
+        if text:
+            self.emit(["**" + escape_text(text) + "**"])
+        self.brk(2)
+
+    def tablist(self, el: Any) -> None:
+        """Tab labels are remembered and printed above their panels, not as a row of words:
+        a panel is found by the tab's ``aria-controls``/``href``/``for``, else by order
+        among the next block's children, else each ``role=tabpanel`` takes the next label."""
+        self.brk(2)
+        tabs = el.xpath(".//*[@role='tab']") or el.findall(".//label") or \
+            [c for c in el if isinstance(c.tag, str)]
+        labels = [_collapse("".join(t.itertext())) for t in tabs]
+        panels = tab_panels(el, tabs)
+        if panels:
+            self.panel_labels.update(zip(panels, labels, strict=True))
+            self.tab_labels = []
+        else:
+            self.tab_labels = labels
+
+    def tab_label(self, label: str) -> None:
+        self.brk(2)
+        if label:
+            self.emit(["**" + escape_text(label) + "**"])
+            self.sep = 2
 
     def tabpanel(self, el: Any) -> None:
         self.brk(2)
         if self.tab_labels:
-            label = self.tab_labels.pop(0)
-            if label:
-                self.emit(["**" + escape_text(label) + "**"])
-                self.sep = 2
+            self.tab_label(self.tab_labels.pop(0))
         self.block_children(el)
 
     def block_children(self, el: Any) -> None:
@@ -401,7 +443,7 @@ class Renderer:
         self.stack.pop()
 
     def list_(self, el: Any) -> None:
-        if el.get("role") == "tablist":
+        if el.get("role") == "tablist" or (len(el) and el.find("*/*[@role='tab']") is not None):
             return self.tablist(el)
         in_item = any(not item[1].startswith(">") for item in self.stack)
         self.brk(1 if in_item else 2)
@@ -435,9 +477,10 @@ class Renderer:
 
     # --- code --------------------------------------------------------------------------------
 
-    def pre(self, el: Any, lang_from: Any = None) -> None:
+    def pre(self, el: Any, lang_from: Any = None, lines_only: bool = False) -> None:
         out: list[str] = []
-        self._pre_walk(el, out)
+        # per-line code without <pre>: its line elements, not the tooltips beside them
+        self._pre_walk(LineChildren(el) if lines_only else el, out)
         lines = [ln.rstrip() for ln in "".join(out).replace("\r\n", "\n").split("\n")]
         while lines and not lines[0]:
             lines.pop(0)
@@ -471,7 +514,10 @@ class Renderer:
         style = attrib.get("style")
         return bool(style) and "display:none" in style.replace(" ", "").lower()
 
-    def _pre_walk(self, el: Any, out: list[str]) -> None:
+    def _pre_walk(self, el: Any, out: list[str], depth: int = 0) -> None:
+        if depth > _MAX_DEPTH:  # pathological nesting: the text, without recursion
+            out.append("".join(el.itertext()))
+            return
         if el.text:
             out.append(el.text)
         for child in el:
@@ -484,13 +530,13 @@ class Renderer:
                 if tag in _PRE_BLOCKS:  # one <div> per line (Docusaurus, Shiki, Expressive)
                     if out and not out[-1].endswith("\n"):
                         out.append("\n")
-                    self._pre_walk(child, out)
+                    self._pre_walk(child, out, depth + 1)
                     if out and not out[-1].endswith("\n"):
                         out.append("\n")
                     if child.tail and not child.tail.strip():
                         continue  # the newline between two line <div>s is that line's end
                 else:
-                    self._pre_walk(child, out)
+                    self._pre_walk(child, out, depth + 1)
             if child.tail:
                 out.append(child.tail)
 
@@ -505,11 +551,16 @@ class Renderer:
         rows = self._rows(el)
         width = max((len(r) for r in rows), default=0)
         if width < 2 or self.cell or el.xpath(_LAYOUT_INSIDE):
-            return self.block(el)  # layout table: its cells are blocks
+            return self.block_children(el)  # layout table: its cells are blocks
         self.brk(2)
         caption = el.find("caption")
         if caption is not None and not self.skip(caption):
             self.bold_block(caption)
+        if len(rows) >= 3 and rows[0][0] and not any(rows[0][1:]) and len(rows[0]) == width:
+            self.label(rows.pop(0)[0])  # one cell across the table: its title, not its header
+        self.emit_rows(rows, width)
+
+    def emit_rows(self, rows: list[list[str]], width: int) -> None:
         lines = []
         for i, row in enumerate(rows):
             row = row + [""] * (width - len(row))
@@ -519,6 +570,39 @@ class Renderer:
         self.brk(2)
         self.emit(lines)
         self.brk(2)
+
+    def role_table(self, el: Any) -> None:
+        """``role=table``/``grid`` built of divs: rows and cells by their roles."""
+        rows = []
+        for row in el.xpath(".//*[@role='row']"):
+            if self.skip(row):
+                continue
+            cells = [c for c in row.iter() if c.get("role") in _ROLE_CELLS
+                     and not self.skip(c)]
+            if cells:
+                rows.append([self._cell(c) for c in cells])
+        width = max((len(r) for r in rows), default=0)
+        if width < 2 or self.cell:
+            return self.block_children(el)
+        self.brk(2)
+        self.emit_rows(rows, width)
+
+    def grid(self, el: Any) -> bool:
+        """A CSS grid of short cells (a summary table drawn with divs): a table whose first
+        row is the header; False when it is a grid of cards or blocks."""
+        n = grid_columns(el)
+        if n < 2 or self.cell:
+            return False
+        cells = [c for c in el if isinstance(c.tag, str) and not self.skip(c)]
+        if len(cells) < 2 * n or len(cells) % n:
+            return False
+        for c in cells:
+            if c.xpath(_GRID_NOT_CELL):
+                return False
+        rows = [[self._cell(c) for c in cells[i:i + n]] for i in range(0, len(cells), n)]
+        self.brk(2)
+        self.emit_rows(rows, n)
+        return True
 
     def _rows(self, table: Any) -> list[list[str]]:
         rows: list[list[str]] = []
@@ -579,7 +663,7 @@ class Renderer:
 
     def code(self, el: Any) -> None:
         cls = el.get("class")
-        if cls and ("math" in cls or "arithmatex" in cls):
+        if cls and is_math(cls):
             return self.raw_text("".join(el.itertext()))
         text = "".join(el.itertext())
         self.text_chars += len(text)
@@ -590,12 +674,16 @@ class Renderer:
         self.children(el)
         if self.flushes != flushes:
             return
+        raw = "".join(self.parts[start:])
         text = self.take_inline(start)
+        # the space at the link's edges stays outside it: <a>&amp;mut </a>T is "[&mut](…) T"
+        lead = " " if raw[:1].isspace() and text else ""
+        trail = " " if raw[-1:].isspace() and text else ""
         href = el.get("href")
         if href is not None:
             href = _URL_JUNK_RE.sub("", href).strip()
         if not href or href.lower().startswith(_BAD_SCHEMES):
-            self.parts.append(text)
+            self.parts.append(lead + text + trail)
             return
         absolute = urljoin(self.base, href)
         if not href.startswith("#") and absolute[:5].lower() in ("http:", "https"):
@@ -608,7 +696,7 @@ class Renderer:
             return
         title = el.get("title")
         title = ' "' + _collapse(title).replace('"', '\\"') + '"' if title else ""
-        self.parts.append(f"[{text}]({md_url(absolute)}{title})")
+        self.parts.append(f"{lead}[{text}]({md_url(absolute)}{title}){trail}")
 
     def img(self, el: Any) -> None:
         src = (el.get("src") or "").strip()
@@ -668,7 +756,7 @@ class Renderer:
 
     def span(self, el: Any) -> None:
         cls = el.get("class")
-        if cls and ("math" in cls or "arithmatex" in cls):
+        if cls and is_math(cls):
             return self.raw_text("".join(el.itertext()))
         self.children(el)
 

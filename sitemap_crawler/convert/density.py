@@ -1,0 +1,244 @@
+"""The main-content element of a page without generator markup, by text density.
+
+Every element whose own text is a paragraph scores for its ancestors (commas, length, few
+links; summaries under linked headlines count a fifth: teasers of other pages), and the root
+is the deepest element holding 75 % of the score.  It does not stop inside one of several
+sibling sections of one kind (DocBook's refsect1s) nor inside a data table's rows, and the
+page's title block above it joins it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sitemap_crawler.convert.render import BOILERPLATE
+from sitemap_crawler.convert.signals import (
+    BODY_RE,
+    CONTENT_RE,
+    HEADING_TAGS,
+    INLINE,
+    PARA_TAGS,
+    STRLEN,
+    STRONG_RE,
+    class_words,
+    link_len,
+    text_len,
+)
+
+
+def _p_text(el: Any) -> int:
+    return sum(int(STRLEN(p)) for p in el.iter("p"))
+
+
+def named_body(root: Any) -> Any:
+    """An element named like an article body (``article-body``, ``entry-content``...) inside
+    ``root`` that holds most of its paragraphs: news templates put rails and teasers beside
+    it inside the same ``<article>``."""
+    total = _p_text(root)
+    if not total:
+        return root
+    for el in root.iter("div", "section", "article"):
+        names = class_words(el)
+        if el is not root and names and BODY_RE.search(names) and \
+                _p_text(el) >= 0.6 * total:
+            return el
+    return root
+
+
+def _boiler_region(el: Any, cache: dict[Any, bool]) -> bool:
+    """Is ``el`` (or an ancestor) header/nav/footer/aside or a boilerplate-named region?"""
+    chain = []
+    node = el
+    result = False
+    while node is not None:
+        if node in cache:
+            result = cache[node]
+            break
+        chain.append(node)
+        tag = node.tag
+        if tag in BOILERPLATE or node.get("role") in ("navigation", "banner", "contentinfo",
+                                                      "complementary", "search"):
+            result = True
+            break
+        names = class_words(node)
+        if names and STRONG_RE.search(names) and not CONTENT_RE.search(names):
+            result = True
+            break
+        node = node.getparent()
+    for n in chain:
+        cache[n] = result
+    return result
+
+
+def _own_text(el: Any) -> tuple[str, int]:
+    """The text an element holds itself (with its inline children), and how much is links."""
+    parts = [el.text or ""]
+    links = 0
+    for c in el:
+        tag = c.tag
+        if tag in INLINE:
+            t = "".join(c.itertext())
+            parts.append(t)
+            if tag == "a":
+                links += len(t)
+        if c.tail:
+            parts.append(c.tail)
+    return " ".join("".join(parts).split()), links
+
+
+def density_root(body: Any) -> tuple[Any, dict[Any, float]]:
+    """The deepest element holding 75 % of the text score (readability-like): every element
+    whose own text is a paragraph (25+ characters) scores for itself and its ancestors."""
+    scores: dict[Any, float] = {}
+    cache: dict[Any, bool] = {}
+    teasers = teaser_cards(body)
+    for p in body.iter(PARA_TAGS):
+        text, links = _own_text(p)
+        if len(text) < 25 or _boiler_region(p, cache):
+            continue
+        scores[p] = (1 + text.count(",") + min(len(text) / 100, 3)) * \
+            max(0.0, 1 - links / len(text)) ** 2
+        parent = p.getparent()
+        if parent in teasers or (parent is not None and parent.getparent() in teasers):
+            scores[p] *= 0.2  # a summary under a linked headline: a teaser of another page
+    # each score counts for every ancestor: summed children first (reverse document order),
+    # linear in the page even when it nests a million levels deep
+    for el in reversed(list(body.iter())):
+        own = scores.get(el)
+        if own and el is not body:
+            parent = el.getparent()
+            if parent is not None:
+                scores[parent] = scores.get(parent, 0.0) + own
+    total = scores.get(body, 0.0)
+    if not total:
+        return body, scores
+    node = body
+    while True:
+        best = max((c for c in node if isinstance(c.tag, str)), key=lambda c: scores.get(c, 0),
+                   default=None)
+        if best is None or scores.get(best, 0) < 0.75 * total or \
+                _one_of_sections(best, scores):
+            if node.tag in _TABLE_PARTS or node.find(".//table") is not None:
+                node = _around_table(node, body, scores)
+            return node, scores
+        node = best
+
+
+_CARD = 600  # characters at most in one teaser card
+
+
+def teaser_cards(body: Any) -> set[Any]:
+    """Blocks headed by a linked headline (h2-h6 that is all link): teaser cards of other
+    pages, whose summaries are not this page's text."""
+    out = set()
+    for h in body.iter("h2", "h3", "h4", "h5", "h6"):
+        size = int(STRLEN(h))
+        if size and link_len(h) >= 0.8 * size:
+            parent = h.getparent()  # a card is short: a post under a linked title is not
+            if parent is not None and text_len(parent) <= _CARD:
+                out.add(parent)
+                grand = parent.getparent()
+                if len(parent) <= 2 and grand is not None and text_len(grand) <= _CARD:
+                    out.add(grand)
+    return out
+
+
+def with_title(root: Any, body: Any, scores: dict[Any, float], news: bool) -> Any:
+    """The title above the text block belongs to it: the parent holding the page's one <h1>,
+    or on a page that is not a news story the nearest ancestor (four levels at most) holding
+    it when the block is most of that ancestor's text (TypeDoc: the h1 sits above a column
+    of member groups).  A story's headline and standfirst are not its body."""
+    if root is body or root.find(".//h1") is not None:
+        return root
+    parent = root.getparent()
+    if news:
+        return parent if parent is not None and parent is not body and \
+            len(parent.findall(".//h1")) == 1 else root
+    node, size = root, scores.get(root, 0.0)
+    for _ in range(4):
+        node = node.getparent()
+        if node is None or node is body:
+            return root
+        h1s = node.findall(".//h1")
+        if len(h1s) > 1:
+            return root
+        if h1s:
+            return node if size >= 0.6 * scores.get(node, 0.0) else root
+    return root
+
+
+def title_block(root: Any, doc: Any) -> Any:
+    """The small block shortly before ``root`` that holds the page's title, its one <h1> or
+    else its first <h2> (AsciiDoc's div#header with the h1 and NAME line beside div#content;
+    DocBook's div.titlepage with the chapter's h2 before its sections), or None."""
+    h1s = doc.findall(".//h1")
+    if len(h1s) > 1 or root.find(".//h1") is not None:
+        return None
+    title = h1s[0] if h1s else doc.find(".//h2")  # (DocBook titles chapters with an h2)
+    if title is None or title in root.iterdescendants():
+        return None
+    node = root
+    for _ in range(2):
+        prev = node.getprevious()
+        for _ in range(3):  # (a TOC may sit between the title and the text)
+            while prev is not None and not isinstance(prev.tag, str):
+                prev = prev.getprevious()
+            if prev is None:
+                break
+            if prev is title or title in prev.iterdescendants():
+                size = text_len(prev)
+                small = size <= max(300, 0.25 * text_len(root))
+                return prev if small and link_len(prev) <= 0.5 * size else None
+            prev = prev.getprevious()
+        node = node.getparent()
+        if node is None or node.tag == "body":
+            return None
+    return None
+
+
+_TABLE_PARTS = frozenset({"table", "thead", "tbody", "tfoot", "tr"})
+
+
+def _around_table(node: Any, body: Any, scores: dict[Any, float]) -> Any:
+    """A data table's rows are not the page: the block around the table with its heading
+    and intro (DocBook's catalog pages: div.sect1 > h2, p, div.table > div.table-contents)."""
+    while node.tag in _TABLE_PARTS and node is not body:
+        node = node.getparent()
+    up = node
+    for _ in range(4):  # the nearest titled block around it, if it is mostly the table
+        if up.xpath(_HAS_TITLE):
+            return up
+        parent = up.getparent()
+        if parent is None or parent is body or \
+                scores.get(parent, 0.0) > 1.5 * scores.get(up, 0.0):
+            break
+        up = parent
+    return node
+
+
+def _one_of_sections(el: Any, scores: dict[Any, float]) -> bool:
+    """Is ``el`` one titled section among sibling sections of the same kind (DocBook's
+    ``refsect1``s, ``section``s) that carry text too?  The page is all of them, not its
+    longest one."""
+    if not _titled(el):
+        return False
+    cls = el.get("class")
+    parent = el.getparent()
+    if parent is None or (cls is None and el.tag != "section"):
+        return False  # (unnamed divs are columns as often as sections)
+    others = sum(scores.get(s, 0.0) for s in parent
+                 if s is not el and s.tag == el.tag and s.get("class") == cls and _titled(s))
+    return others >= 0.15 * scores.get(el, 0.0)
+
+
+def _titled(el: Any) -> bool:
+    first = next((c for c in el if isinstance(c.tag, str)), None)
+    if first is None:
+        return False
+    if first.tag in HEADING_TAGS:
+        return True  # DocBook puts the heading one level down: div.titlepage > div > h2
+    return first.find(".//h1") is not None or first.find(".//h2") is not None or \
+        first.find(".//h3") is not None
+
+
+_HAS_TITLE = "boolean(.//h1|.//h2|.//h3)"
