@@ -50,15 +50,15 @@ import threading
 import time
 from collections import Counter, deque
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from sitemap_crawler.commands.worker import TicketLost, Worker, WorkerFatal
+from sitemap_crawler.commands.worker import TicketLost, Worker
 from sitemap_crawler.protocol.heartbeat import Heartbeat, Observer
 from sitemap_crawler.protocol.hostgate import HostGate, host_key
 from sitemap_crawler.protocol.state import StateDir
-from sitemap_crawler.protocol.tickets import Claimed, TicketName, host_tag, ticket_host
+from sitemap_crawler.protocol.tickets import Claimed, TicketName, ticket_host
 
 log = logging.getLogger(__name__)
 IDLE_RECHECK = 1.0  # seconds before a site whose pending/ was empty is listed again
@@ -136,11 +136,10 @@ class _Gate:
 
     gate: HostGate
     heartbeat: Heartbeat
-    hosts: dict[str, str] = field(default_factory=dict)  # host tag -> host key
 
 
 class Dispatcher:
-    """Many sites, many hosts, ``max_in_flight`` URLs at once; see D1-D5."""
+    """Many sites, many hosts, ``max_in_flight`` URLs at once; see D1-D6."""
 
     def __init__(self, workers: list[Worker], stop: threading.Event, *, max_in_flight: int,
                  local_workers: int = 1) -> None:
@@ -396,4 +395,4 @@ class Dispatcher:
             self.fatal = errors[0]
 
 
-__all__ = ["Dispatcher", "WorkerFatal", "host_tag"]
+__all__ = ["Dispatcher", "PauseWatch"]
