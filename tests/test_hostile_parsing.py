@@ -10,7 +10,6 @@ import time
 from pathlib import Path
 
 import pytest
-import yaml
 from httpserver import LocalServer, Response
 from sites import cli, doc_site, page_html, popen_cli, read_index, write_config
 from waiting import wait_until
@@ -69,3 +68,82 @@ def test_a_bomb_sent_by_sighup_keeps_the_old_config_and_the_crawl_ends_well(tmp_
     last = json.loads(log.read_text().splitlines()[-1])
     assert last["event"] == "run_summary" and last["exit_code"] == 0
     assert len(read_index(tmp_path / "out" / ".crawl-state" / "docs")) == 30
+
+
+# -- stacked Content-Encodings (#15) --------------------------------------------------------
+
+STACKED = {"Content-Encoding": ", ".join(["gzip"] * 2000)}  # plain bytes: gzip passes them
+
+
+def _urlset(urls: list[str]) -> str:
+    return ('<?xml version="1.0" encoding="UTF-8"?>\n<urlset xmlns="http://www.sitemaps.org/'
+            'schemas/sitemap/0.9">' + "".join(f"<url><loc>{u}</loc></url>" for u in urls)
+            + "</urlset>")
+
+
+def test_stacked_codings_fail_one_page_and_one_child_sitemap_only(server, tmp_path):
+    pages = [server.url(f"/docs/page-{i}.html") for i in range(6)]
+    children = ["/sm-a.xml", "/sm-bad.xml", "/sm-b.xml"]
+    server.route("/sitemap.xml", Response(body=(
+        '<?xml version="1.0"?><sitemapindex xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">'
+        + "".join(f"<sitemap><loc>{server.url(c)}</loc></sitemap>" for c in children)
+        + "</sitemapindex>"), content_type="application/xml"))
+    server.route("/sm-a.xml", Response(body=_urlset(pages[:3]), content_type="application/xml"))
+    server.route("/sm-bad.xml", Response(body=_urlset([server.url("/docs/hidden.html")]),
+                                         content_type="application/xml", headers=STACKED))
+    server.route("/sm-b.xml", Response(body=_urlset(pages[3:]), content_type="application/xml"))
+    server.route("/robots.txt", Response(body="User-agent: *\nAllow: /\n",
+                                         content_type="text/plain"))
+    for i, u in enumerate(pages):
+        server.route(u[len(server.base):], Response(body=page_html(i), headers=(
+            STACKED if i == 0 else {})))
+    cfg = write_config(tmp_path, server.url("/sitemap.xml"))
+    r = cli(cfg, "prepare", "docs", check=False)
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert "sm-bad.xml" in r.stderr and "stacked" in r.stderr, r.stderr[-3000:]
+    r = cli(cfg, "work", "docs", check=False)
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert "Traceback" not in r.stderr and "unexpected" not in r.stderr
+    idx = read_index(tmp_path / "out" / ".crawl-state" / "docs")
+    assert sorted(idx) == sorted(pages)
+    assert idx[pages[0]]["outcome"] == "skipped:content_encoding:stacked", idx[pages[0]]
+    assert all(idx[u]["outcome"] == "new" for u in pages[1:])
+
+
+def test_stacked_codings_on_robots_txt_are_an_unreadable_robots_txt(server, tmp_path):
+    pages = [server.url(f"/docs/page-{i}.html") for i in range(2)]
+    server.route("/sitemap.xml", Response(body=_urlset(pages), content_type="application/xml"))
+    server.route("/robots.txt", Response(body="User-agent: *\nAllow: /\n",
+                                         content_type="text/plain", headers=STACKED))
+    for i, u in enumerate(pages):
+        server.route(u[len(server.base):], Response(body=page_html(i)))
+    cfg = write_config(tmp_path, server.url("/sitemap.xml"), max_retries=0)
+    cli(cfg, "prepare", "docs")
+    r = cli(cfg, "work", "docs", check=False)
+    assert "Traceback" not in r.stderr and "unexpected" not in r.stderr, r.stderr[-3000:]
+    idx = read_index(tmp_path / "out" / ".crawl-state" / "docs")
+    # as for a robots.txt that answers 503: no page is fetched, each waits for robots.txt
+    assert all(idx[u].get("error") == "robots_unavailable" for u in pages), idx
+    assert not [q for q in server.requests if q.path.startswith("/docs/")]
+
+
+# -- a charset label the bytes contradict (#17) ----------------------------------------------
+
+def test_a_charset_label_the_bytes_contradict_is_not_believed(server, tmp_path):
+    text = "Plain English words about the configuration of the widget. " * 6
+    html = f"<html><head><title>T</title></head><body><main><h1>Title</h1><p>{text}</p>" \
+           "</main></body></html>"
+    pages = {"/ascii.html": (html.encode("ascii"), "text/html; charset=utf-16"),
+             "/wide.html": (html.encode("utf-16le"), "text/html; charset=windows-1252")}
+    server.route("/sitemap.xml", Response(body=_urlset([server.url(p) for p in pages]),
+                                          content_type="application/xml"))
+    for path, (body, ctype) in pages.items():
+        server.route(path, Response(body=body, content_type=ctype))
+    cfg = write_config(tmp_path, server.url("/sitemap.xml"))
+    cli(cfg, "crawl", "docs", "--workers", "1")
+    idx = read_index(tmp_path / "out" / ".crawl-state" / "docs")
+    for path in pages:
+        e = idx[server.url(path)]
+        assert e["outcome"] == "new", e
+        md = (tmp_path / "out" / "md" / e["file_path"]).read_text()
+        assert "Plain English words about the configuration" in md, md[:500]
