@@ -1,0 +1,48 @@
+"""Issue 20: the state folder and the output folder as input, and the exit codes of every
+command.  Real CLI processes, a real 127.0.0.1 server, hand-made state files."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from httpserver import Response
+from sites import cli, doc_site, page_html, read_index, write_config
+
+
+def _state(tmp_path: Path) -> Path:
+    return tmp_path / "out" / ".crawl-state" / "docs"
+
+
+def _sitemap(server, paths: list[str], newer: tuple[str, ...] = ()) -> None:
+    """A sitemap of ``paths``, all last modified in 2020 but ``newer`` (today)."""
+    def lastmod(p: str) -> str:
+        return "2099-01-01" if p in newer else "2020-01-01"
+    server.route("/sitemap.xml", Response(body=(
+        '<?xml version="1.0"?><urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">'
+        + "".join(f"<url><loc>{server.url(p)}</loc><lastmod>{lastmod(p)}</lastmod></url>"
+                  for p in paths) + "</urlset>"), content_type="application/xml"))
+
+
+# -- #21 index.count() exact ------------------------------------------------------------------
+
+def test_status_counts_the_index_exactly_between_compactions(server, tmp_path):
+    doc_site(server, 40)
+    paths = [f"/docs/page-{i}.html" for i in range(40)]
+    for p in paths[:3]:  # gone in the first crawl, back in the second: not new URLs
+        server.route(p, Response(404, b"no", content_type="text/plain"))
+    _sitemap(server, paths)
+    cfg = write_config(tmp_path, server.url("/sitemap.xml"))
+    cli(cfg, "crawl", "docs", "--workers", "1")
+    for i, p in enumerate(paths[:3]):
+        server.route(p, Response(body=page_html(i)))
+    server.route("/docs/extra.html", Response(404, b"no", content_type="text/plain"))
+    # a new URL that is never "new"; only these four are crawled again
+    _sitemap(server, [*paths, "/docs/extra.html"], newer=(*paths[:3], "/docs/extra.html"))
+    cli(cfg, "crawl", "docs", "--workers", "1")
+    assert json.loads((_state(tmp_path) / "url-index.segments.json").read_text())["segments"], \
+        "the second crawl's records must still be in a segment for this test"
+    real = len(read_index(_state(tmp_path)))
+    assert real == 41
+    st = json.loads(cli(cfg, "status", "docs", "--json").stdout)
+    assert st["index_urls"] == real
