@@ -400,6 +400,9 @@ def demo(
 
 def main() -> None:
     """Console entry point: one-line errors, proper exit codes."""
+    # SIGTERM is Ctrl+C for every command (exit 130, locks released on the way out);
+    # ``work`` installs its own handlers for the time it runs workers.
+    signal.signal(signal.SIGTERM, signal.default_int_handler)
     try:
         rv = app(standalone_mode=False)
     except CrawlerError as e:
@@ -432,6 +435,8 @@ def main() -> None:
         if Ctx.verbose:
             traceback.print_exc()
         sys.exit(1)
+    if rv == EXIT_INTERRUPTED:  # the CLI library caught a KeyboardInterrupt itself
+        typer.echo("interrupted", err=True)
     sys.exit(rv if isinstance(rv, int) else 0)
 
 

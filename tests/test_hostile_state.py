@@ -4,10 +4,12 @@ command.  Real CLI processes, a real 127.0.0.1 server, hand-made state files."""
 from __future__ import annotations
 
 import json
+import signal
 from pathlib import Path
 
 from httpserver import Response
-from sites import cli, doc_site, page_html, read_index, write_config
+from sites import cli, doc_site, page_html, popen_cli, read_index, write_config
+from waiting import wait_until
 
 
 def _state(tmp_path: Path) -> Path:
@@ -46,3 +48,25 @@ def test_status_counts_the_index_exactly_between_compactions(server, tmp_path):
     assert real == 41
     st = json.loads(cli(cfg, "status", "docs", "--json").stdout)
     assert st["index_urls"] == real
+
+
+# -- #22 SIGTERM during prepare ------------------------------------------------------------------
+
+def test_sigterm_during_prepare_exits_130_and_the_next_prepare_runs(server, tmp_path):
+    doc_site(server, 3)
+    sitemap = server.routes["/sitemap.xml"]
+    server.route("/sitemap.xml", Response(body=sitemap.body, content_type="application/xml",
+                                          delay=20))
+    cfg = write_config(tmp_path, server.url("/sitemap.xml"))
+    p = popen_cli(cfg, "prepare", "docs")
+    try:
+        wait_until(lambda: server.hits("/sitemap.xml"), what="the sitemap request")
+        p.send_signal(signal.SIGTERM)
+        _out, err = p.communicate(timeout=30)
+    finally:
+        if p.poll() is None:
+            p.kill()
+    assert p.returncode == 130, err
+    assert "interrupted" in err and "Traceback" not in err, err
+    server.route("/sitemap.xml", sitemap)
+    cli(cfg, "prepare", "docs")  # no prepare lock left behind
