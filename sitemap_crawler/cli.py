@@ -263,7 +263,7 @@ def _work_site(site: Site, named: bool, workers: int, done: dict[str, dict[str, 
     from sitemap_crawler.commands.status import failed_urls
     from sitemap_crawler.commands.work import has_work, run_site, summary, summary_fields
     from sitemap_crawler.fetch.browser import require_browser
-    from sitemap_crawler.protocol.state import StateDir
+    from sitemap_crawler.protocol.state import StateDir, require_writable
     from sitemap_crawler.protocol.tickets import TicketQueue
 
     state = StateDir(site.state_dir)
@@ -272,6 +272,7 @@ def _work_site(site: Site, named: bool, workers: int, done: dict[str, dict[str, 
             raise UserError(f"{site.name}: not prepared (run: sitemap-crawler prepare "
                             f"{site.name})")
         return None
+    require_writable([*state.writable_dirs(), site.base_dir])
     queue = TicketQueue(state, "cli")
     if has_work(site):
         require_browser(site.settings)  # render: browser | auto: a one-line error if none

@@ -180,7 +180,8 @@ class WorkerFatal(Exception):
     """The disk is full or read-only: stop this worker, handing its ticket back."""
 
 
-FATAL_ERRNOS = {errno.ENOSPC, errno.EDQUOT, errno.EROFS}
+# (EACCES/EPERM: a folder of the output not writable fails every URL alike, issue 20 #18)
+FATAL_ERRNOS = {errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EACCES, errno.EPERM}
 
 
 def _fatal(e: OSError) -> WorkerFatal:

@@ -26,6 +26,7 @@ that a worker is local (heartbeat.py H3).  ``$SITEMAP_CRAWLER_MACHINE_ID`` repla
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import json
 import logging
@@ -44,9 +45,36 @@ TICKET_STATES = ("pending", "claimed", "completed", "failed")
 EXCLUDED_FILE = "excluded.jsonl"  # written by prepare, read by export
 
 
+_NOT_WRITABLE = {errno.EACCES, errno.EPERM, errno.EROFS}
+
+
+def require_writable(directories: list[Path]) -> None:
+    """Write and delete a probe file in each directory (created if missing), so a crawl
+    that cannot write its output or state says so once, before it claims work, instead of
+    finding "no work" (a claim refused looks like one lost to another worker) or failing
+    every URL after fetching it."""
+    for d in directories:
+        probe = d / f".tmp-probe-{os.getpid()}-{os.urandom(3).hex()}"
+        try:
+            d.mkdir(parents=True, exist_ok=True)
+            fd = os.open(probe, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+            os.close(fd)
+            os.unlink(probe)
+        except OSError as e:
+            if e.errno not in _NOT_WRITABLE:
+                raise
+            raise CrawlError(f"{d}: not writable ({e.strerror}); the crawl writes its "
+                             "markdown and its state there") from None
+
+
 @dataclass(frozen=True)
 class StateDir:
     root: Path
+
+    def writable_dirs(self) -> list[Path]:
+        """The folders a worker writes in (require_writable)."""
+        return [self.root, *(self.ticket_dir(s) for s in TICKET_STATES), self.workers,
+                self.journal]
 
     @property
     def tickets(self) -> Path:
