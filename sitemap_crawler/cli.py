@@ -272,6 +272,7 @@ def _work_site(site: Site, named: bool, workers: int, done: dict[str, dict[str, 
             raise UserError(f"{site.name}: not prepared (run: sitemap-crawler prepare "
                             f"{site.name})")
         return None
+    state.real_dirs()  # a symlinked state folder goes to quarantine/, never written through
     require_writable([*state.writable_dirs(), site.base_dir])
     queue = TicketQueue(state, "cli")
     if has_work(site):

@@ -609,7 +609,7 @@ class _Prepare:
                 e = live.get(u)
                 if e is None or e.get("removed"):
                     continue
-                remove_output(layout, e.get("file_path"), self.s.on_removed)
+                remove_output(layout, u, e.get("file_path"), self.s.on_removed)
                 tombstone(e, self.now, "not_in_sitemap")
 
         url_index.update(self.state, self.wid, self.observer.is_dead, mark, self.site.base_dir,

@@ -47,12 +47,13 @@ from sitemap_crawler.fetch.client import Fetcher, FetchResult, http_time
 from sitemap_crawler.frontmatter import read_front_matter
 from sitemap_crawler.protocol import index as url_index
 from sitemap_crawler.protocol.frontier import Frontier
-from sitemap_crawler.protocol.fsutil import atomic_write
+from sitemap_crawler.protocol.fsutil import atomic_write, real_dir
 from sitemap_crawler.protocol.heartbeat import Heartbeat, Observer
 from sitemap_crawler.protocol.hostgate import HostGate, Interrupted
 from sitemap_crawler.protocol.journal import Journal, journal_files, ticket_progress
 from sitemap_crawler.protocol.state import StateDir
 from sitemap_crawler.protocol.tickets import Claimed, TicketQueue
+from sitemap_crawler.protocol.untrusted import QUARANTINE
 from sitemap_crawler.timestamps import parse_ts, utcnow
 
 log = logging.getLogger(__name__)
@@ -129,8 +130,7 @@ def staging_dir(state: StateDir, base_dir: Path) -> Path | None:
     try:
         if os.stat(probe).st_dev != os.stat(state.root).st_dev:
             return None
-        staging = state.root / "tmp"
-        staging.mkdir(exist_ok=True)
+        staging = real_dir(state.root / "tmp", state.root / QUARANTINE)  # not a symlink
     except OSError:
         return None
     return staging
@@ -402,7 +402,7 @@ class Worker:
             return self._store(r, url, entry, prior, carry, now)
         if r.outcome == "permanent":
             if r.status in (404, 410):
-                return self._gone(prior, now, f"http_{r.status}", f"permanent:{r.reason}")
+                return self._gone(url, prior, now, f"http_{r.status}", f"permanent:{r.reason}")
             return Outcome("failed_permanent", f"permanent:{r.reason}", carry, r.reason)
         if r.outcome == "skipped":
             return Outcome(f"skipped:{r.reason}", f"skipped:{r.reason}",
@@ -431,13 +431,14 @@ class Worker:
             rec["failed"] = True
         return rec
 
-    def _gone(self, prior: dict[str, Any], now: str, why: str, progress: str) -> Outcome:
+    def _gone(self, url: str, prior: dict[str, Any], now: str, why: str,
+              progress: str) -> Outcome:
         """A 404/410: remove (or move aside) the markdown and keep a tombstone in the index."""
         fields: dict[str, Any] = {}
         tombstone(fields, now, why)
-        if prior.get("file_path"):
+        if self.layout.owned_path(url, prior.get("file_path")):  # a stored path is input
             fields["file_path"] = prior["file_path"]
-            remove_output(self.layout, prior["file_path"], self.s.on_removed)
+            remove_output(self.layout, url, prior["file_path"], self.s.on_removed)
             return Outcome("removed", progress, fields, why)
         return Outcome("gone", progress, fields, why)
 
@@ -658,8 +659,8 @@ class Worker:
         atomic_write(self.state.hosts / host / VALIDATORS_LIE, f"{url}\n".encode())
 
     def _path_for(self, url: str, prior: dict[str, Any]) -> Path:
-        if prior.get("file_path"):
-            return Path(prior["file_path"])
+        if owned := self.layout.owned_path(url, prior.get("file_path")):  # input: checked
+            return owned
         path = self.layout.path_for(url)
         return self.layout.resolve_collision(path, url, self._owner_of)
 

@@ -102,12 +102,14 @@ from sitemap_crawler.protocol.fsutil import (
     atomic_write,
     on_network_fs,
     read_settled,
+    real_dir,
     unlink_quiet,
 )
 from sitemap_crawler.protocol.heartbeat import proven_dead
 from sitemap_crawler.protocol.journal import JournalTail, journal_files, owner_of
 from sitemap_crawler.protocol.state import StateDir
 from sitemap_crawler.protocol.tickets import claimed_owners
+from sitemap_crawler.protocol.untrusted import QUARANTINE, segment_name_ok
 from sitemap_crawler.timestamps import utcnow
 
 log = logging.getLogger(__name__)
@@ -201,8 +203,16 @@ def _live(state: StateDir, listed: dict[str, Any] | None = None,
     """The live segments with the byte sizes the list recorded for them (I5)."""
     listed = _read_list(state) if listed is None else listed
     sizes = listed.get("sizes") or {}
+    if not isinstance(sizes, dict):
+        sizes = {}
     d = segment_dir(state)
-    return [(d / str(n), sizes.get(str(n))) for n in listed["segments"]]
+    names = listed["segments"]
+    bad = [n for n in names if not segment_name_ok(n)]
+    if bad:  # never opened, never deleted; the next list written leaves them out
+        log.error("%s: %d segment name(s) that index.py never writes, ignored: %s",
+                  state.root / LIST_FILE, len(bad), str(bad[0])[:120])
+    return [(d / n, sz if isinstance(sz := sizes.get(n), int) else None)
+            for n in names if n not in bad]
 
 
 def iter_segment(path: Path, size: int | None = None) -> Iterator[dict[str, Any]]:
@@ -464,8 +474,7 @@ def _write_segment(state: StateDir, worker_id: str, data: bytes | bytearray,
     """One new segment, then the list naming it (I4): a crash between the two leaves an
     unlisted file that nobody reads (the journals it came from are still there, J2) and the
     next compaction deletes.  ``replaces``: segments it combines, taken off the list."""
-    d = segment_dir(state)
-    d.mkdir(exist_ok=True)
+    d = real_dir(segment_dir(state), state.root / QUARANTINE)
     live = segment_files(state)
     seq = max((int(p.name[:8]) for p in live if p.name[:8].isdigit()), default=0) + 1
     path = d / f"{seq:08d}-{worker_id}-{secrets.token_hex(3)}.jsonl"
@@ -554,6 +563,9 @@ def _drop_orphans(state: StateDir, check: Callable[[], None]) -> None:
     """Segment files no list names: a merge killed between its segment and its list (I4)."""
     listed = {p.name for p in segment_files(state)}
     d = segment_dir(state)
+    if not os.path.lexists(d):
+        return
+    real_dir(d, state.root / QUARANTINE)  # a symlink would list (and delete) another folder
     try:
         names = os.listdir(d)
     except FileNotFoundError:

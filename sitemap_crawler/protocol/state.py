@@ -37,7 +37,13 @@ from pathlib import Path
 from typing import Any
 
 from sitemap_crawler.errors import CrawlError
-from sitemap_crawler.protocol.fsutil import atomic_write, ensure_token_dir, read_settled
+from sitemap_crawler.protocol.fsutil import (
+    atomic_write,
+    ensure_token_dir,
+    read_settled,
+    real_dir,
+)
+from sitemap_crawler.protocol.untrusted import QUARANTINE
 
 log = logging.getLogger(__name__)
 
@@ -72,9 +78,18 @@ class StateDir:
     root: Path
 
     def writable_dirs(self) -> list[Path]:
-        """The folders a worker writes in (require_writable)."""
+        """The folders a worker writes in (require_writable); each must be a real folder,
+        not a symlink that would carry its files outside (fsutil.real_dir)."""
         return [self.root, *(self.ticket_dir(s) for s in TICKET_STATES), self.workers,
-                self.journal]
+                self.journal, self.hosts, self.root / "tmp"]
+
+    def real_dirs(self) -> None:
+        """Make the folders workers write in, each a real folder: a symlinked one (journal/,
+        tmp/, ...) is moved to quarantine/ (fsutil.real_dir), never written through."""
+        self.root.mkdir(parents=True, exist_ok=True)
+        real_dir(self.tickets, self.root / QUARANTINE)
+        for d in self.writable_dirs()[1:]:
+            real_dir(d, self.root / QUARANTINE)
 
     @property
     def tickets(self) -> Path:
@@ -118,10 +133,7 @@ class StateDir:
     def ensure(self) -> None:
         """Create the layout; a full disk or a read-only share is a one-line CrawlError."""
         try:
-            for s in TICKET_STATES:
-                self.ticket_dir(s).mkdir(parents=True, exist_ok=True)
-            for d in (self.workers, self.journal, self.hosts):
-                d.mkdir(parents=True, exist_ok=True)
+            self.real_dirs()
             ensure_token_dir(self.locks, ["index.free"])
             ensure_token_dir(self.prepare_lock, ["prepare.free"])
         except OSError as e:
