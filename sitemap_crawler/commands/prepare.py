@@ -58,7 +58,7 @@ import orjson
 from sitemap_crawler.commands.plan import Planner
 from sitemap_crawler.config import Site
 from sitemap_crawler.convert.output import OutputLayout
-from sitemap_crawler.convert.removal import remove_output, tombstone
+from sitemap_crawler.convert.removal import remove_output, returning, tombstone
 from sitemap_crawler.discover.sitemap import Columns, Entry
 from sitemap_crawler.discover.sitemapcache import SitemapCache
 from sitemap_crawler.discover.sources import DiscoveryStats, discover, discover_batches
@@ -587,6 +587,8 @@ class _Prepare:
             entry["depth"] = depth
         if prior:
             entry["prior"] = {k: prior[k] for k in _CARRY if prior.get(k) is not None}
+            if prior.get("removed"):  # back in the sources: written again, tombstone lifted
+                entry["prior"] = returning(entry["prior"])
         if new:
             res.new += 1
             tickets.add_new(entry)

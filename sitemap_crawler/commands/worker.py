@@ -36,7 +36,7 @@ from sitemap_crawler.convert.markdown import (
     text_title,
 )
 from sitemap_crawler.convert.output import OutputLayout
-from sitemap_crawler.convert.removal import remove_output, tombstone
+from sitemap_crawler.convert.removal import remove_output, revived, tombstone
 from sitemap_crawler.convert.soft_errors import soft_error
 from sitemap_crawler.discover.links import LinkRules, page_links
 from sitemap_crawler.discover.urls import host_of, normalize_url
@@ -44,13 +44,13 @@ from sitemap_crawler.errors import CrawlError
 from sitemap_crawler.fetch.browser import Browser, BrowserMissing, shell_reason
 from sitemap_crawler.fetch.charset import decode_html
 from sitemap_crawler.fetch.client import Fetcher, FetchResult, http_time
-from sitemap_crawler.frontmatter import read_front_matter
 from sitemap_crawler.protocol import index as url_index
 from sitemap_crawler.protocol.frontier import Frontier
 from sitemap_crawler.protocol.fsutil import atomic_write, real_dir
 from sitemap_crawler.protocol.heartbeat import Heartbeat, Observer
 from sitemap_crawler.protocol.hostgate import HostGate, Interrupted
 from sitemap_crawler.protocol.journal import Journal, journal_files, ticket_progress
+from sitemap_crawler.protocol.names import NameClaims
 from sitemap_crawler.protocol.state import StateDir
 from sitemap_crawler.protocol.tickets import Claimed, TicketQueue
 from sitemap_crawler.protocol.untrusted import QUARANTINE
@@ -203,6 +203,7 @@ class Worker:
         self.stop = stop
         self.report = report
         self.state = StateDir(site.state_dir)
+        self.names = NameClaims(self.state.root)  # file names owned once (N1-N4)
         self.stats: Counter[str] = Counter()
         self._pending_report: Counter[str] = Counter()
         self._last_report = time.monotonic()
@@ -455,7 +456,7 @@ class Worker:
                 return replace(doc, fields={**carry, **doc.fields})
             return replace(doc, fields={**fetched, **carry, **doc.fields})
         fields: dict[str, Any] = {**fetched, "content_hash": doc.content_hash,
-                                  "title": doc.title, **doc.extra}
+                                  "title": doc.title, **doc.extra, **revived(prior)}
         if doc.root:
             fields["content_root"] = doc.root
         if prior.get("rendered") and "rendered" not in doc.extra:  # no longer a shell
@@ -659,16 +660,10 @@ class Worker:
         atomic_write(self.state.hosts / host / VALIDATORS_LIE, f"{url}\n".encode())
 
     def _path_for(self, url: str, prior: dict[str, Any]) -> Path:
-        if owned := self.layout.owned_path(url, prior.get("file_path")):  # input: checked
-            return owned
-        path = self.layout.path_for(url)
-        return self.layout.resolve_collision(path, url, self._owner_of)
-
-    def _owner_of(self, rel: Path) -> str | None:
-        """The URL a markdown file was written for, from its front matter (collisions)."""
-        meta = read_front_matter(self.site.base_dir / rel)
-        url = meta.get("url") if meta else None
-        return url if isinstance(url, str) else None
+        """The URL's file, its name claimed across workers and machines (protocol/names.py);
+        a stored path is input, used only if it is the URL's own (owned_path)."""
+        owned = self.layout.owned_path(url, prior.get("file_path"))
+        return self.layout.claim_path(url, self.names.claim, owned)
 
     # -- progress ----------------------------------------------------------------------------
     def _count(self, delta: Counter[str]) -> None:

@@ -199,21 +199,6 @@ class OutputLayout:
         normalising file system (Windows, SMB, macOS) would treat as one file."""
         return unicodedata.normalize("NFC", path.as_posix()).casefold()
 
-    def resolve_collision(
-        self, path: Path, url: str, owner_of: Callable[[Path], str | None]
-    ) -> Path:
-        """``path``, or ``path`` + a short hash of ``url`` if another URL already owns it."""
-        owner = owner_of(path)
-        if owner is None or owner == url:
-            return path
-        for n in _VARIANT_HASHES:
-            candidate = _variant(path, url, n)
-            owner = owner_of(candidate)
-            if owner is None or owner == url:
-                self.check_inside(candidate)
-                return candidate
-        raise CrawlError(f"no free file name for {url} near {path}")  # pragma: no cover
-
     def claim_path(self, url: str, claim: Callable[[str, Callable[[], str]], str],
                    path: Path | None = None) -> Path:
         """The file for ``url`` (``path``, or :meth:`path_for`), owned by ``url`` alone.

@@ -57,6 +57,26 @@ def remove_output(layout: OutputLayout, url: str, file_path: str | None, mode: s
     return True
 
 
+# Validators of a page that was removed: its file is gone, so a 304 must not stand for it.
+_STALE_WHEN_REMOVED = ("etag", "last_modified", "content_hash", "raw_hash")
+
+
+def returning(prior: dict[str, Any]) -> dict[str, Any]:
+    """A ticket's prior for a URL the index holds as removed that is listed again: fetched
+    in full and written anew (its file was deleted or moved aside), marked so the worker
+    lifts the tombstone."""
+    out = {k: v for k, v in prior.items() if k not in _STALE_WHEN_REMOVED}
+    out["removed"] = True
+    return out
+
+
+def revived(prior: dict[str, Any]) -> dict[str, Any]:
+    """Index fields that lift the tombstone of a page that is back (written again)."""
+    if not prior.get("removed"):
+        return {}
+    return {"removed": None, "removed_at": None, "removed_reason": None}
+
+
 def tombstone(entry: dict[str, Any], when: str, reason: str) -> None:
     entry["removed"] = True
     entry["removed_at"] = when
