@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import threading
 from pathlib import Path
@@ -35,10 +36,8 @@ def _together(pairs: list[tuple[str, str]], bodies: dict[str, str]):
         barriers[b] = barriers[a]
 
     def handler(req: Request) -> Response:
-        try:
+        with contextlib.suppress(threading.BrokenBarrierError):
             barriers[req.path].wait()
-        except threading.BrokenBarrierError:
-            pass
         return Response(body=bodies[req.path])
     return handler
 
@@ -128,3 +127,34 @@ def test_a_page_and_a_page_below_its_name_are_both_saved(server, tmp_path):
         e = idx[server.url(p)]
         assert e["outcome"] == "new", e
         assert owners[e["file_path"]] == server.url(p)
+
+
+# -- N1/N2 on real shares: two "machines" claim the same names at once -----------------------
+
+_CLAIMER = """
+import sys, json
+from pathlib import Path
+from sitemap_crawler.protocol.names import NameClaims
+root, me, n = Path(sys.argv[1]), sys.argv[2], int(sys.argv[3])
+claims = NameClaims(root)
+print(json.dumps({f"k{i}": claims.claim(f"k{i}", lambda i=i: f"https://{me}/{i}")
+                  for i in range(n)}))
+"""
+
+
+def test_two_mounts_claiming_the_same_names_agree_on_one_owner_each(share):
+    import subprocess
+    import sys
+
+    a, b, _kind = share
+    procs = [subprocess.Popen([sys.executable, "-c", _CLAIMER, str(root), me, "40"],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+             for root, me in ((a, "a"), (b, "b"), (a, "c"))]
+    seen = []
+    for p in procs:
+        out, err = p.communicate(timeout=300)
+        assert p.returncode == 0, err
+        seen.append(json.loads(out))
+    assert seen[0] == seen[1] == seen[2]  # every claimant learnt the same owner
+    winners = {owner.split("/")[2] for owner in seen[0].values()}
+    assert winners <= {"a", "b", "c"}
