@@ -11,8 +11,7 @@ from pathlib import Path
 
 import pytest
 from httpserver import LocalServer, Response
-from sites import cli, doc_site, page_html, popen_cli, read_index, write_config
-from waiting import wait_until
+from sites import cli, doc_site, page_html, read_index, signalled, write_config
 
 BOMB = "\n".join(
     ["settings:", "  base_output_dir: ./out", "x0: &x0 ['${HOME}', '${HOME}', '${HOME}', "
@@ -51,17 +50,11 @@ def test_a_bomb_sent_by_sighup_keeps_the_old_config_and_the_crawl_ends_well(tmp_
         cli(cfg, "prepare", "docs")
         log = tmp_path / "crawl.log"
         good = cfg.read_text()
-        p = popen_cli(cfg, "--log-file", str(log), "work", "docs", "-w", "1")
-        try:
-            wait_until(lambda: len([r for r in srv.requests if "/docs/" in r.path]) >= 3,
-                       what="the first pages")
-            cfg.write_text(good.replace("sites:", "bomb: &b [*b]\nsites:"))
-            p.send_signal(signal.SIGHUP)
-            _out, err = p.communicate(timeout=120)
-        finally:
-            if p.poll() is None:
-                p.kill()
-    assert p.returncode == 0, err
+        code, err = signalled(
+            cfg, "--log-file", str(log), "work", "docs", "-w", "1", sig=signal.SIGHUP,
+            ready=lambda: len([r for r in srv.requests if "/docs/" in r.path]) >= 3,
+            before=lambda: cfg.write_text(good.replace("sites:", "bomb: &b [*b]\nsites:")))
+    assert code == 0, err
     refusals = [ln for ln in err.splitlines() if "config not reloaded" in ln]
     assert len(refusals) == 1 and "recursive" in refusals[0], err
     assert "Traceback" not in err

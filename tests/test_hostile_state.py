@@ -13,8 +13,7 @@ from pathlib import Path
 
 import pytest
 from httpserver import Response
-from sites import cli, doc_site, page_html, popen_cli, read_index, write_config
-from waiting import wait_until
+from sites import cli, doc_site, page_html, read_index, signalled, write_config
 
 
 def _state(tmp_path: Path) -> Path:
@@ -63,15 +62,9 @@ def test_sigterm_during_prepare_exits_130_and_the_next_prepare_runs(server, tmp_
     server.route("/sitemap.xml", Response(body=sitemap.body, content_type="application/xml",
                                           delay=20))
     cfg = write_config(tmp_path, server.url("/sitemap.xml"))
-    p = popen_cli(cfg, "prepare", "docs")
-    try:
-        wait_until(lambda: server.hits("/sitemap.xml"), what="the sitemap request")
-        p.send_signal(signal.SIGTERM)
-        _out, err = p.communicate(timeout=30)
-    finally:
-        if p.poll() is None:
-            p.kill()
-    assert p.returncode == 130, err
+    code, err = signalled(cfg, "prepare", "docs", sig=signal.SIGTERM, timeout=30,
+                          ready=lambda: server.hits("/sitemap.xml"))
+    assert code == 130, err
     assert "interrupted" in err and "Traceback" not in err, err
     server.route("/sitemap.xml", sitemap)
     cli(cfg, "prepare", "docs")  # no prepare lock left behind
