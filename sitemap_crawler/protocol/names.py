@@ -20,6 +20,10 @@ that write such a pair at the same moment both see the name free, and one page i
 * N4. A claim's content is input (the state folder is shared): an owner that is not a URL
   or a known marker counts as someone else's, so the worst a bad claim does is send a page
   to its hashed variant name.
+* N5. A new claim names as owner what is on disk at that name first (a folder, the URL in
+  a page's front matter, or a file that is not ours), and only then the claimant
+  (``OutputLayout.claim_path``): files written before claims existed keep their owners, and
+  a claim lost to a power cut is made again for the page that was written.
 """
 
 from __future__ import annotations
@@ -33,7 +37,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 from sitemap_crawler.errors import CrawlError
-from sitemap_crawler.protocol.fsutil import TMP_PREFIX, fsync_dir
+from sitemap_crawler.protocol.fsutil import TMP_PREFIX, fsync_dir, real_dir
+from sitemap_crawler.protocol.untrusted import QUARANTINE
 
 FOLDER = "folder:"  # a claim held by a folder of pages
 FOREIGN = "foreign:"  # a file found there that is not one of our pages (a user's own)
@@ -47,7 +52,9 @@ class NameClaims:
 
     def __init__(self, state_root: Path) -> None:
         self.dir = state_root / NAMES_DIR
+        self.quarantine = state_root / QUARANTINE
         self._known: dict[str, str] = {}
+        self._made: set[Path] = set()  # shard folders known to exist
 
     def claim(self, key: str, owner: Callable[[], str]) -> str:
         """The owner of the name ``key``: the one already recorded, or ``owner()``, claimed
@@ -59,6 +66,10 @@ class NameClaims:
         path = self.dir / h[:2] / h[2:40]
         got = _read_owner(path, key)
         if got is None:
+            if path.parent not in self._made:
+                real_dir(self.dir, self.quarantine)  # a symlink would lead out
+                path.parent.mkdir(exist_ok=True)
+                self._made.add(path.parent)
             _make(path, owner(), key)
             got = _read_back(path, key)
         self._known[key] = got
@@ -67,9 +78,9 @@ class NameClaims:
 
 def _make(path: Path, owner: str, key: str) -> None:
     """Try to create the claim ``path`` for ``owner`` (N1); losing is not an error."""
-    path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f"{TMP_PREFIX}{path.name}.{os.getpid()}.{secrets.token_hex(4)}")
     tmp.mkdir()
+    moved = False
     try:
         with open(tmp / "owner", "wb") as f:
             f.write(f"{owner}\n{key}\n".encode("utf-8", "surrogatepass"))
@@ -77,16 +88,18 @@ def _make(path: Path, owner: str, key: str) -> None:
             os.fsync(f.fileno())
         try:
             os.rename(tmp, path)
+            moved = True
         except OSError:
             if not os.path.lexists(path):  # not a lost race: the share refused
                 raise
-        else:
-            fsync_dir(path.parent)
     finally:
-        with contextlib.suppress(OSError):
-            (tmp / "owner").unlink()
-        with contextlib.suppress(OSError):
-            tmp.rmdir()
+        if not moved:
+            with contextlib.suppress(OSError):
+                (tmp / "owner").unlink()
+            with contextlib.suppress(OSError):
+                tmp.rmdir()
+    if moved:
+        fsync_dir(path.parent)
 
 
 def _read_back(path: Path, key: str) -> str:
