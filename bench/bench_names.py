@@ -17,7 +17,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from sitemap_crawler.protocol.names import NameClaims  # noqa: E402
+from sitemap_crawler.protocol.names import NameClaims
 
 
 def one_round(where: Path, n: int) -> tuple[float, float]:
