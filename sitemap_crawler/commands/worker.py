@@ -51,7 +51,7 @@ from sitemap_crawler.protocol.heartbeat import Heartbeat, Observer
 from sitemap_crawler.protocol.hostgate import HostGate, Interrupted
 from sitemap_crawler.protocol.journal import Journal, journal_files, ticket_progress
 from sitemap_crawler.protocol.names import NameClaims
-from sitemap_crawler.protocol.state import StateDir
+from sitemap_crawler.protocol.state import StateDir, folder_refuses
 from sitemap_crawler.protocol.tickets import Claimed, TicketQueue
 from sitemap_crawler.protocol.untrusted import QUARANTINE
 from sitemap_crawler.timestamps import parse_ts, utcnow
@@ -180,8 +180,7 @@ class WorkerFatal(Exception):
     """The disk is full or read-only: stop this worker, handing its ticket back."""
 
 
-# (EACCES/EPERM: a folder of the output not writable fails every URL alike, issue 20 #18)
-FATAL_ERRNOS = {errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EACCES, errno.EPERM}
+FATAL_ERRNOS = {errno.ENOSPC, errno.EDQUOT, errno.EROFS}
 
 
 def _fatal(e: OSError) -> WorkerFatal:
@@ -300,7 +299,7 @@ class Worker:
                 except (TicketLost, WorkerFatal):
                     raise
                 except OSError as e:
-                    if e.errno in FATAL_ERRNOS:
+                    if e.errno in FATAL_ERRNOS or folder_refuses(e):  # every URL would fail
                         raise _fatal(e) from e
                     self._internal_error(c, entry, e)
                 except Exception as e:  # a bug must cost one URL, not the crawl

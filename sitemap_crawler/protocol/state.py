@@ -54,6 +54,22 @@ EXCLUDED_FILE = "excluded.jsonl"  # written by prepare, read by export
 _NOT_WRITABLE = {errno.EACCES, errno.EPERM, errno.EROFS}
 
 
+def folder_refuses(e: OSError) -> bool:
+    """True when ``e`` (EACCES/EPERM) comes from a folder that refuses new files, so every
+    page written there would fail alike; False for one file refused (a share's reader holding
+    it, a file a user protected), which costs that page only."""
+    if e.errno not in (errno.EACCES, errno.EPERM) or not e.filename:
+        return False
+    d = Path(os.fsdecode(e.filename)).parent
+    while not d.exists() and d != d.parent:
+        d = d.parent
+    try:
+        require_writable([d])
+    except CrawlError:
+        return True
+    return False
+
+
 def require_writable(directories: list[Path]) -> None:
     """Write and delete a probe file in each directory (created if missing), so a crawl
     that cannot write its output or state says so once, before it claims work, instead of
