@@ -13,6 +13,9 @@ Layout (roadmap v0.4.0)::
       url-index.json                                url -> validators, hashes, file path (base)
       url-index.d/<seq>-<writer>.jsonl              what later merges learnt (see index.py)
       url-index.segments.json                       which segments are live (see index.py I4)
+      url-index.keys                                the base's URLs as hashes (index.count)
+      names/                                        file name claims (see names.py)
+      quarantine/                                   files that failed a check (untrusted.py)
 
 There is no database and no server: another machine that mounts the same directory sees the
 same state, and copying the directory copies the crawl.
