@@ -158,6 +158,8 @@ class Frontier:
         return n
 
     def _intents(self) -> list[Any]:
+        if os.path.lexists(self.dir):  # a symlink would list (and quarantine) another folder
+            real_dir(self.dir, self.state.root / QUARANTINE)
         try:
             names = sorted(os.listdir(self.dir))
         except FileNotFoundError:
