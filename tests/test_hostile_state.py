@@ -235,7 +235,7 @@ def test_a_symlinked_removed_folder_moves_nothing_outside(server, tmp_path):
     assert list((tmp_path / "out" / "md" / ".removed").rglob("page-1.md"))
 
 
-@pytest.mark.parametrize("folder", ["tmp", "journal", "frontier"])
+@pytest.mark.parametrize("folder", ["tmp", "journal", "frontier", "locks"])
 def test_a_symlinked_state_folder_gets_no_files(server, tmp_path, folder):
     if folder == "frontier":  # read and written by link following only
         _link_site(server)
@@ -246,7 +246,8 @@ def test_a_symlinked_state_folder_gets_no_files(server, tmp_path, folder):
     cli(cfg, "prepare", "docs")
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
-    mine = elsewhere / "intent-L20260101T000000abcdef.json"  # someone else's file
+    mine = elsewhere / ("index.free" if folder == "locks" else
+                        "intent-L20260101T000000abcdef.json")  # someone else's file
     mine.write_text("not yours")
     link = _state(tmp_path) / folder
     if link.exists():

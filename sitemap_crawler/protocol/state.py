@@ -46,7 +46,7 @@ from sitemap_crawler.protocol.fsutil import (
     read_settled,
     real_dir,
 )
-from sitemap_crawler.protocol.untrusted import QUARANTINE
+from sitemap_crawler.protocol.untrusted import QUARANTINE, quarantine
 
 log = logging.getLogger(__name__)
 
@@ -109,6 +109,10 @@ class StateDir:
         real_dir(self.tickets, self.root / QUARANTINE)
         for d in self.writable_dirs()[1:]:
             real_dir(d, self.root / QUARANTINE)
+        for d, token in ((self.locks, "index.free"), (self.prepare_lock, "prepare.free")):
+            if d.is_symlink():  # its tokens would be renamed in another folder
+                quarantine(self.root, d, "a symlink, not a real folder")
+                ensure_token_dir(d, [token])  # made again, exactly once across machines
 
     @property
     def tickets(self) -> Path:
