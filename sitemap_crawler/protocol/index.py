@@ -590,6 +590,8 @@ def count(state: StateDir) -> int:
         seen: set[str] = set()
         for path, size in _live(state, listed):
             seen.update(r["url"] for r in iter_segment(path, size))
+        if isinstance(n, int) and not seen:
+            return n  # the base alone: its count is in the list
         holds = _base_holds(state, listed) if isinstance(n, int) else None
         if holds is None:
             base = [u for u, _ in iter_entries(state.index_path)]
