@@ -35,6 +35,7 @@ import json
 import logging
 import os
 import socket
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -74,22 +75,31 @@ def folder_refuses(e: OSError) -> bool:
 
 
 def require_writable(directories: list[Path]) -> None:
-    """Write and delete a probe file in each directory (created if missing), so a crawl
+    """Make and remove a probe folder in each directory (created if missing), so a crawl
     that cannot write its output or state says so once, before it claims work, instead of
     finding "no work" (a claim refused looks like one lost to another worker) or failing
-    every URL after fetching it."""
+    every URL after fetching it.  A folder, not a file: SMB refuses to delete a file just
+    closed (EBUSY) for a moment, and a probe left behind would litter the user's folder."""
     for d in directories:
         probe = d / f".tmp-probe-{os.getpid()}-{os.urandom(3).hex()}"
         try:
             d.mkdir(parents=True, exist_ok=True)
-            fd = os.open(probe, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
-            os.close(fd)
-            os.unlink(probe)
+            probe.mkdir()
         except OSError as e:
             if e.errno not in _NOT_WRITABLE:
                 raise
             raise CrawlError(f"{d}: not writable ({e.strerror}); the crawl writes its "
                              "markdown and its state there") from None
+        for attempt in range(10):
+            try:
+                probe.rmdir()
+                break
+            except FileNotFoundError:
+                break
+            except OSError as e:
+                if e.errno not in (errno.EBUSY, errno.EACCES, errno.EPERM) or attempt == 9:
+                    raise
+                time.sleep(0.05 * (attempt + 1))
 
 
 @dataclass(frozen=True)
