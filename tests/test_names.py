@@ -158,3 +158,5 @@ def test_two_mounts_claiming_the_same_names_agree_on_one_owner_each(share):
     assert seen[0] == seen[1] == seen[2]  # every claimant learnt the same owner
     winners = {owner.split("/")[2] for owner in seen[0].values()}
     assert winners <= {"a", "b", "c"}
+    litter = [p for p in (a / "names").rglob(".tmp-*")]
+    assert not litter, litter  # a loser's temporary folder is removed

@@ -37,7 +37,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from sitemap_crawler.errors import CrawlError
-from sitemap_crawler.protocol.fsutil import TMP_PREFIX, fsync_dir, real_dir
+from sitemap_crawler.protocol.fsutil import TMP_PREFIX, fsync_dir, real_dir, unlink_quiet
 from sitemap_crawler.protocol.untrusted import QUARANTINE
 
 FOLDER = "folder:"  # a claim held by a folder of pages
@@ -93,10 +93,9 @@ def _make(path: Path, owner: str, key: str) -> None:
             if not os.path.lexists(path):  # not a lost race: the share refused
                 raise
     finally:
-        if not moved:
+        if not moved:  # (SMB refuses to delete a file just closed for a moment: retried)
             with contextlib.suppress(OSError):
-                (tmp / "owner").unlink()
-            with contextlib.suppress(OSError):
+                unlink_quiet(tmp / "owner", busy_ok=True)
                 tmp.rmdir()
     if moved:
         fsync_dir(path.parent)
