@@ -56,6 +56,7 @@ def work(site: Site, *, workers: int = 0, config: Config | None = None) -> Count
         raise UserError("work(workers=N) needs the Config loaded from a file (load_config), "
                         "which the worker processes read; use workers=0 for a config built "
                         "in code")
+    StateDir(site.state_dir).real_dirs()  # symlinked state folders: quarantined (issue 20)
     return run_site(config.path, site, workers)
 
 

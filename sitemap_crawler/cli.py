@@ -229,7 +229,7 @@ def _work_sites(names: list[str], workers: int, done: dict[str, dict[str, object
     ended (see the module docstring)."""
     from sitemap_crawler.commands.work import has_work, run_sites
     from sitemap_crawler.fetch.browser import require_browser
-    from sitemap_crawler.protocol.state import StateDir
+    from sitemap_crawler.protocol.state import StateDir, require_writable
 
     if workers < 1:
         raise UserError("--workers: must be at least 1")
@@ -242,11 +242,14 @@ def _work_sites(names: list[str], workers: int, done: dict[str, dict[str, object
     old_hup = signal.signal(signal.SIGHUP, lambda signum, _f: hups.append(signum))
     try:
         for site in sites:
-            if not StateDir(site.state_dir).exists():
+            state = StateDir(site.state_dir)
+            if not state.exists():
                 if names:
                     raise UserError(f"{site.name}: not prepared (run: sitemap-crawler "
                                     f"prepare {site.name})")
                 continue
+            state.real_dirs()  # a symlinked state folder goes to quarantine/, never followed
+            require_writable([*state.writable_dirs(), site.base_dir])
             if has_work(site):
                 require_browser(site.settings)  # render: browser | auto: one-line error
                 active.append(site)
@@ -462,6 +465,9 @@ def demo(
 
 def main() -> None:
     """Console entry point: one-line errors, proper exit codes."""
+    # SIGTERM is Ctrl+C for every command (exit 130, locks released on the way out);
+    # ``work`` installs its own handlers for the time it runs workers.
+    signal.signal(signal.SIGTERM, signal.default_int_handler)
     try:
         rv = app(standalone_mode=False)
     except CrawlerError as e:
@@ -493,6 +499,8 @@ def main() -> None:
         if Ctx.verbose:
             traceback.print_exc()
         sys.exit(1)
+    if rv == EXIT_INTERRUPTED:  # the CLI library caught a KeyboardInterrupt itself
+        typer.echo("interrupted", err=True)
     sys.exit(rv if isinstance(rv, int) else 0)
 
 

@@ -28,6 +28,12 @@ _ENV_RE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
 _DURATION_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhdw]?)\s*$")
 _UNITS = {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
 _SIZE_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmg]?i?b?)\s*$", re.I)
+# A config is small and flat.  YAML aliases let a 1 KB file stand for a tree of billions of
+# nodes (expanded by ${VAR} and validation), or for a tree that contains itself: both are
+# refused before anything walks the tree.
+MAX_CONFIG_BYTES = 1 << 20
+MAX_CONFIG_NODES = 100_000  # values in the tree with every alias expanded
+MAX_CONFIG_DEPTH = 32
 
 
 class Duration(float):
@@ -191,6 +197,38 @@ class Config:
 
 
 # ---------------------------------------------------------------------------------------------
+
+
+def check_bounded(data: Any, path: Path) -> None:
+    """Refuse a YAML tree that contains itself (a recursive alias), nests deeper than
+    :data:`MAX_CONFIG_DEPTH` or stands for more than :data:`MAX_CONFIG_NODES` values once
+    its aliases are expanded (an alias bomb).  Shared subtrees are counted once per use but
+    walked once, so this costs the size of the file, not of the expansion."""
+    sizes: dict[int, int] = {}  # id -> expanded size of a subtree already walked
+    open_: set[int] = set()  # ids on the current path: meeting one again is a cycle
+
+    def size(value: Any, depth: int) -> int:
+        if not isinstance(value, dict | list):
+            return 1
+        key = id(value)
+        if key in open_:
+            raise ConfigError(f"{path}: a recursive YAML alias (a value that contains itself)")
+        if key in sizes:
+            return sizes[key]
+        if depth > MAX_CONFIG_DEPTH:
+            raise ConfigError(f"{path}: nested more than {MAX_CONFIG_DEPTH} levels deep")
+        open_.add(key)
+        n = 1
+        for child in (value.values() if isinstance(value, dict) else value):
+            n += size(child, depth + 1)
+            if n > MAX_CONFIG_NODES:
+                raise ConfigError(f"{path}: more than {MAX_CONFIG_NODES} values once YAML "
+                                  "aliases are expanded (an alias bomb?)")
+        open_.discard(key)
+        sizes[key] = n
+        return n
+
+    size(data, 0)
 
 
 def expand_env(value: Any, where: str, path: Path) -> Any:
@@ -385,6 +423,7 @@ def parse_config(data: Any, path: Path) -> Config:
         data = {}
     if not isinstance(data, dict):
         raise ConfigError(f"{path}: top level: expected a mapping with 'settings' and 'sites'")
+    check_bounded(data, path)
     data = expand_env(data, "", path)
     _check_keys(data, path)
     for k in data:
@@ -462,7 +501,11 @@ def parse_config(data: Any, path: Path) -> Config:
 def load_config(path: Path) -> Config:
     """Read and validate ``path``; every problem is a one-line :class:`ConfigError`."""
     try:
-        text = path.read_text(encoding="utf-8")
+        with path.open("rb") as f:
+            raw = f.read(MAX_CONFIG_BYTES + 1)
+        if len(raw) > MAX_CONFIG_BYTES:
+            raise ConfigError(f"{path}: larger than {MAX_CONFIG_BYTES} bytes; not a config file?")
+        text = raw.decode("utf-8")
     except FileNotFoundError:
         raise ConfigError(f"{path}: config file not found (use --config PATH or "
                           "SITEMAP_CRAWLER_CONFIG)") from None
@@ -475,6 +518,8 @@ def load_config(path: Path) -> Config:
         where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark else ""
         problem = getattr(e, "problem", None) or str(e).splitlines()[0]
         raise ConfigError(f"{path}: {where}invalid YAML: {problem}") from None
+    except RecursionError:  # PyYAML composes nested collections recursively
+        raise ConfigError(f"{path}: nested more than {MAX_CONFIG_DEPTH} levels deep") from None
     return parse_config(data, path.resolve())
 
 

@@ -75,6 +75,26 @@ def popen_cli(config: Path, *args: str) -> subprocess.Popen[str]:
                              *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
+def signalled(config: Path, *args: str, ready: Callable[[], object], sig: int,
+              before: Callable[[], object] | None = None,
+              timeout: float = 120) -> tuple[int, str]:
+    """Run the CLI, send it ``sig`` once ``ready()`` (after ``before()``), and return its exit
+    code and stderr; a process still running at the end is killed."""
+    from waiting import wait_until
+
+    p = popen_cli(config, *args)
+    try:
+        wait_until(ready, what="the moment to signal")
+        if before is not None:
+            before()
+        p.send_signal(sig)
+        _out, err = p.communicate(timeout=timeout)
+    finally:
+        if p.poll() is None:
+            p.kill()
+    return p.returncode, err
+
+
 def on_two_machines(tmp: Path, a: Path, b: Path, make: Callable[[Path, Path], Path], *,
                     timeout: float = 300) -> Path:
     """prepare on "machine" A, then ``work --workers 2`` on A and B at once, each through its

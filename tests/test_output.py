@@ -234,13 +234,11 @@ def test_very_long_paths_are_hashed(layout):
 def test_collisions_get_a_url_hash_suffix(layout):
     owners: dict[str, str] = {}
 
-    def owner_of(path: Path) -> str | None:
-        return owners.get(OutputLayout.collision_key(path))
+    def claims(key: str, owner) -> str:  # NameClaims.claim's contract, in memory
+        return owners.setdefault(key, owner())
 
     def claim(url: str) -> Path:
-        path = layout.resolve_collision(layout.path_for(url), url, owner_of)
-        owners[OutputLayout.collision_key(path)] = url
-        return path
+        return layout.claim_path(url, claims)
 
     dir_url, file_url = "https://h.example/a/", "https://h.example/a/index.html"
     assert layout.path_for(dir_url) == layout.path_for(file_url)
@@ -253,14 +251,22 @@ def test_collisions_get_a_url_hash_suffix(layout):
     upper, lower = "https://h.example/Guide", "https://h.example/guide"
     assert layout.path_for(upper) != layout.path_for(lower)
     assert claim(upper).name == "Guide.md"
-    assert claim(lower).name == f"guide__u-{short_hash(lower)}.md"
+    assert claim(lower).name == f"guide__u-{short_hash(lower)}.md"  # one file on SMB
+
+    page, below = "https://h.example/x", "https://h.example/x.md/y"
+    assert claim(page).as_posix() == "h.example/x.md"
+    assert claim(below).as_posix() == "h.example/x.md__d/y.md"  # x.md is a file's name
+    for url in (dir_url, file_url, upper, lower, page, below):
+        assert layout.owned_path(url, claim(url).as_posix()) == claim(url)
+    assert layout.owned_path(page, claim(below).as_posix()) is None
 
 
 def test_collision_suffix_respects_255_bytes(base):
     lay = OutputLayout(base, max_path_bytes=100_000)
     path = lay.path_for("https://h.example/" + "é" * 200)
-    other = lay.resolve_collision(path, "https://h.example/other", lambda p: "someone-else"
-                                  if p == path else None)
+    taken = OutputLayout.collision_key(path)
+    other = lay.claim_path("https://h.example/other", lambda key, owner: "https://someone/else"
+                           if key == taken else owner(), path)
     assert other != path and len(other.name.encode()) <= MAX_FILE_NAME_BYTES
     assert other.suffix == ".md" and other.name.startswith("é" * 50)
     assert lay.write_if_changed(other, "x")

@@ -58,7 +58,7 @@ import orjson
 from sitemap_crawler.commands.plan import Planner
 from sitemap_crawler.config import Settings, Site
 from sitemap_crawler.convert.output import OutputLayout
-from sitemap_crawler.convert.removal import remove_output, tombstone
+from sitemap_crawler.convert.removal import remove_output, returning, tombstone
 from sitemap_crawler.discover.sitemap import Columns, Entry
 from sitemap_crawler.discover.sitemapcache import SitemapCache
 from sitemap_crawler.discover.sources import DiscoveryStats, discover, discover_batches
@@ -644,6 +644,8 @@ class _Prepare:
             entry["prior"] = {k: prior[k] for k in _CARRY if prior.get(k) is not None}
             if str(prior.get("outcome") or "").startswith("skipped:"):  # a 304 may keep why
                 entry["prior"]["outcome"] = prior["outcome"]
+            if prior.get("removed"):  # back in the sources: written again, tombstone lifted
+                entry["prior"] = returning(entry["prior"])
         if new:
             res.new += 1
             tickets.add_new(entry)
@@ -666,7 +668,7 @@ class _Prepare:
                 e = live.get(u)
                 if e is None or e.get("removed"):
                     continue
-                remove_output(layout, e.get("file_path"), self.s.on_removed)
+                remove_output(layout, u, e.get("file_path"), self.s.on_removed)
                 tombstone(e, self.now, "not_in_sitemap")
 
         url_index.update(self.state, self.wid, self.observer.is_dead, mark, self.site.base_dir,

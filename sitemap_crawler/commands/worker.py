@@ -38,7 +38,7 @@ from sitemap_crawler.convert.markdown import (
     text_title,
 )
 from sitemap_crawler.convert.output import OutputLayout
-from sitemap_crawler.convert.removal import remove_output, tombstone
+from sitemap_crawler.convert.removal import remove_output, revived, tombstone
 from sitemap_crawler.convert.soft_errors import soft_error
 from sitemap_crawler.discover.links import LinkRules, page_links
 from sitemap_crawler.discover.urls import host_of, normalize_url
@@ -46,15 +46,16 @@ from sitemap_crawler.errors import CrawlError
 from sitemap_crawler.fetch.browser import Browser, BrowserMissing, shell_reason
 from sitemap_crawler.fetch.charset import decode_html
 from sitemap_crawler.fetch.client import Fetcher, FetchResult, http_time
-from sitemap_crawler.frontmatter import read_front_matter
 from sitemap_crawler.protocol import index as url_index
 from sitemap_crawler.protocol.frontier import Frontier
-from sitemap_crawler.protocol.fsutil import atomic_write
+from sitemap_crawler.protocol.fsutil import atomic_write, real_dir
 from sitemap_crawler.protocol.heartbeat import Heartbeat, Observer
 from sitemap_crawler.protocol.hostgate import HostGate, Interrupted
 from sitemap_crawler.protocol.journal import Journal, journal_files, ticket_progress
-from sitemap_crawler.protocol.state import StateDir
+from sitemap_crawler.protocol.names import NameClaims
+from sitemap_crawler.protocol.state import StateDir, folder_refuses
 from sitemap_crawler.protocol.tickets import Claimed, TicketName, TicketQueue
+from sitemap_crawler.protocol.untrusted import QUARANTINE
 from sitemap_crawler.timestamps import parse_ts, utcnow
 
 log = logging.getLogger(__name__)
@@ -133,8 +134,7 @@ def staging_dir(state: StateDir, base_dir: Path) -> Path | None:
     try:
         if os.stat(probe).st_dev != os.stat(state.root).st_dev:
             return None
-        staging = state.root / "tmp"
-        staging.mkdir(exist_ok=True)
+        staging = real_dir(state.root / "tmp", state.root / QUARANTINE)  # not a symlink
     except OSError:
         return None
     return staging
@@ -206,6 +206,7 @@ class Worker:
         self.stop = stop
         self.report = report
         self.state = StateDir(site.state_dir)
+        self.names = NameClaims(self.state.root)  # file names owned once (N1-N4)
         self.stats: Counter[str] = Counter()
         self._pending_report: Counter[str] = Counter()
         self._last_report = time.monotonic()
@@ -314,7 +315,7 @@ class Worker:
         except (TicketLost, WorkerFatal):
             raise
         except OSError as e:
-            if e.errno in FATAL_ERRNOS:
+            if e.errno in FATAL_ERRNOS or folder_refuses(e):  # every URL would fail
                 raise _fatal(e) from e
             self._internal_error(c, entry, e)
         except Exception as e:  # a bug must cost one URL, not the crawl
@@ -469,7 +470,7 @@ class Worker:
             return self._store(r, url, entry, prior, carry, now)
         if r.outcome == "permanent":
             if r.status in (404, 410):
-                return self._gone(prior, now, f"http_{r.status}", f"permanent:{r.reason}")
+                return self._gone(url, prior, now, f"http_{r.status}", f"permanent:{r.reason}")
             return Outcome("failed_permanent", f"permanent:{r.reason}",
                            {**carry, "error": r.reason}, r.reason)
         if r.outcome == "skipped":
@@ -499,13 +500,14 @@ class Worker:
             rec["failed"] = True
         return rec
 
-    def _gone(self, prior: dict[str, Any], now: str, why: str, progress: str) -> Outcome:
+    def _gone(self, url: str, prior: dict[str, Any], now: str, why: str,
+              progress: str) -> Outcome:
         """A 404/410: remove (or move aside) the markdown and keep a tombstone in the index."""
         fields: dict[str, Any] = {}
         tombstone(fields, now, why)
-        if prior.get("file_path"):
+        if self.layout.owned_path(url, prior.get("file_path")):  # a stored path is input
             fields["file_path"] = prior["file_path"]
-            remove_output(self.layout, prior["file_path"], self.s.on_removed)
+            remove_output(self.layout, url, prior["file_path"], self.s.on_removed)
             return Outcome("removed", progress, fields, why)
         return Outcome("gone", progress, fields, why)
 
@@ -522,7 +524,7 @@ class Worker:
                 return replace(doc, fields={**carry, **doc.fields})
             return replace(doc, fields={**fetched, **carry, **doc.fields})
         fields: dict[str, Any] = {**fetched, "content_hash": doc.content_hash,
-                                  "title": doc.title, **doc.extra}
+                                  "title": doc.title, **doc.extra, **revived(prior)}
         if doc.root:
             fields["content_root"] = doc.root
         if prior.get("rendered") and "rendered" not in doc.extra:  # no longer a shell
@@ -746,16 +748,10 @@ class Worker:
         atomic_write(self.state.hosts / host / VALIDATORS_LIE, f"{url}\n".encode())
 
     def _path_for(self, url: str, prior: dict[str, Any]) -> Path:
-        if prior.get("file_path"):
-            return Path(prior["file_path"])
-        path = self.layout.path_for(url)
-        return self.layout.resolve_collision(path, url, self._owner_of)
-
-    def _owner_of(self, rel: Path) -> str | None:
-        """The URL a markdown file was written for, from its front matter (collisions)."""
-        meta = read_front_matter(self.site.base_dir / rel)
-        url = meta.get("url") if meta else None
-        return url if isinstance(url, str) else None
+        """The URL's file, its name claimed across workers and machines (protocol/names.py);
+        a stored path is input, used only if it is the URL's own (owned_path)."""
+        owned = self.layout.owned_path(url, prior.get("file_path"))
+        return self.layout.claim_path(url, self.names.claim, owned)
 
     # -- progress ----------------------------------------------------------------------------
     def _count(self, delta: Counter[str]) -> None:

@@ -19,6 +19,7 @@ from pathlib import Path
 from urllib.parse import unquote_to_bytes, urlsplit
 
 from sitemap_crawler.errors import CrawlError
+from sitemap_crawler.frontmatter import read_front_matter
 from sitemap_crawler.protocol.fsutil import atomic_write
 
 MAX_COMPONENT_BYTES = 255  # NAME_MAX on ext4/xfs/NTFS(UTF-16 units)/SMB: the common floor
@@ -198,28 +199,80 @@ class OutputLayout:
         normalising file system (Windows, SMB, macOS) would treat as one file."""
         return unicodedata.normalize("NFC", path.as_posix()).casefold()
 
-    def resolve_collision(
-        self, path: Path, url: str, owner_of: Callable[[Path], str | None]
-    ) -> Path:
-        """``path``, or ``path`` + a short hash of ``url`` if another URL already owns it.
+    def claim_path(self, url: str, claim: Callable[[str, Callable[[], str]], str],
+                   path: Path | None = None) -> Path:
+        """The file for ``url`` (``path``, or :meth:`path_for`), owned by ``url`` alone.
 
-        ``owner_of(path)`` returns the URL that owns ``path`` or None; the worker passes a
-        lookup into url-index.json keyed by :meth:`collision_key`, so ``/A`` and ``/a``,
-        or ``/a/`` and ``/a/index.html``, get different files.  Which of two colliding URLs
-        keeps the plain name depends on which was written first; the suffix of the other is
-        still a pure function of its URL.  Two workers that write colliding URLs at the same
-        moment can both see the name as free: the url-index merge must detect that.
-        """
-        owner = owner_of(path)
-        if owner is None or owner == url:
-            return path
-        for n in (8, 16, 64):
-            candidate = path.with_name(_with_suffix(path.name, f"__u-{short_hash(url, n)}"))
-            owner = owner_of(candidate)
-            if owner is None or owner == url:
+        ``claim(key, owner)`` is protocol/names.py's ``NameClaims.claim``: the owner of the
+        name with collision key ``key``, made ``owner()`` if nobody holds it yet, exactly once
+        across workers and machines.  Each folder on the way is claimed as a folder, so
+        ``/x`` (``x.md``) and ``/x.md/y`` (``x.md/y.md``) cannot both have ``x.md``: the
+        later one gets ``x.md__d/`` or ``x__u-<hash>.md``.  A URL whose name another URL
+        owns gets a hash of itself before the suffix (``__u-<hash>``), a pure function of
+        the URL.  Names are case- and Unicode-folded, as an SMB share folds them."""
+        parts = list((path or self.path_for(url)).parts)
+        for i in range(len(parts) - 1):
+            for name in (parts[i], parts[i] + _FOLDER_VARIANT):
+                if self._claim(Path(*parts[:i], name), FOLDER, claim) == FOLDER:
+                    parts[i] = name
+                    break
+            else:
+                raise CrawlError(f"no free folder name for {url} near {Path(*parts[:i + 1])}")
+        plain = Path(*parts)
+        for candidate in (plain, *(_variant(plain, url, n) for n in _VARIANT_HASHES)):
+            if self._claim(candidate, url, claim) == url:
                 self.check_inside(candidate)
                 return candidate
-        raise CrawlError(f"no free file name for {url} near {path}")  # pragma: no cover
+        raise CrawlError(f"no free file name for {url} near {plain}")
+
+    def _claim(self, rel: Path, owner: str,
+               claim: Callable[[str, Callable[[], str]], str]) -> str:
+        """Claim ``rel`` for ``owner``, unless what is on disk there already belongs to
+        someone (written before claims existed, or a user's own file)."""
+        return claim(self.collision_key(rel), lambda: self._found_owner(rel) or owner)
+
+    def _found_owner(self, rel: Path) -> str | None:
+        """Who owns ``rel`` by what is on disk: a folder, a page (its front matter's url) or
+        a file that is not one of our pages; None when nothing is there."""
+        full = self.base_dir / rel
+        if full.is_symlink():
+            return FOREIGN
+        if full.is_dir():
+            return FOLDER
+        if not full.exists():
+            return None
+        meta = read_front_matter(full)
+        url = meta.get("url") if meta else None
+        return url if isinstance(url, str) else FOREIGN
+
+    def owned_path(self, url: str, stored: object) -> Path | None:
+        """``stored`` (a ``file_path`` read from a ticket or the url-index) as a Path if it is
+        what this layout gives ``url``, or one of its collision variants; else None.  A stored
+        path is input: a hostile one would steer a write or a delete onto another page's file
+        or a user's own.  With ``{date}`` in the template any date is accepted (the file of an
+        earlier day)."""
+        if not isinstance(stored, str) or not stored:
+            return None
+        try:
+            plain = self.path_for(url)
+        except CrawlError:
+            return None
+        # each folder as the layout gives it or as claim_path renamed it; the file's name
+        # plain or with the URL's hash
+        names = [re.escape(p.name) for p in (plain, *(_variant(plain, url, n)
+                                                      for n in _VARIANT_HASHES))]
+        folders = [f"{re.escape(d)}(?:{re.escape(_FOLDER_VARIANT)})?" for d in plain.parts[:-1]]
+        pattern = "/".join([*folders, f"(?:{'|'.join(names)})"])
+        if "{date}" in self.template:
+            pattern = pattern.replace(re.escape(self.date), r"\d{4}-\d{2}-\d{2}")
+        if not re.fullmatch(pattern, stored):
+            return None
+        path = Path(stored)
+        try:
+            self.check_inside(path)
+        except CrawlError:  # a symlinked folder on the way
+            return None
+        return path
 
     # -- writing ------------------------------------------------------------------------------
 
@@ -256,6 +309,16 @@ def _is_dir_ending(path: str) -> bool:
     """True for paths whose last segment is a dot segment (``/a/.``, ``/a/..``)."""
     last = path.rsplit("/", 1)[-1].lower()
     return last in _DOT_SEGMENTS or last in _DOTDOT_SEGMENTS
+
+
+_VARIANT_HASHES = (8, 16, 64)  # lengths of the URL hash a colliding URL's name carries
+_FOLDER_VARIANT = "__d"  # a folder whose name a page's file owns (/x.md/y beside /x)
+FOLDER, FOREIGN = "folder:", "foreign:"  # owners of a name that are not URLs (names.py)
+
+
+def _variant(path: Path, url: str, n: int) -> Path:
+    """``path`` for ``url`` when another URL owns it: a hash of the URL before the suffix."""
+    return path.with_name(_with_suffix(path.name, f"__u-{short_hash(url, n)}"))
 
 
 def _with_suffix(name: str, suffix: str) -> str:

@@ -95,12 +95,36 @@ def prescan_meta(head: bytes) -> str | None:
     return None
 
 
+def utf16_by_zeros(head: bytes) -> str | None:
+    """``utf-16le``/``utf-16be`` when ``head`` is plainly UTF-16 text without a BOM (markup
+    is ASCII, so every other byte is NUL), else None."""
+    if len(head) < 16 or head.count(0) < len(head) // 4:
+        return None
+    odd, even = head[1::2].count(0), head[0::2].count(0)
+    if odd >= 3 * even:
+        return "utf-16le"
+    if even >= 3 * odd:
+        return "utf-16be"
+    return None
+
+
+def _believed(name: str | None, head: bytes) -> str | None:
+    """A header's label, unless the bytes contradict it: UTF-16 without a single NUL is
+    ASCII-compatible text (a label once seen writing an English page as CJK), and text
+    that is plainly UTF-16 is not in an ASCII-compatible encoding."""
+    sniffed = utf16_by_zeros(head)
+    if name in ("utf-16be", "utf-16le"):
+        return (sniffed or name) if b"\x00" in head else None
+    return sniffed or name
+
+
 def decode_html(body: bytes, content_type_header: str | None) -> tuple[str, str]:
     """``(text, encoding)`` for an HTML body; never raises (bad bytes become U+FFFD)."""
     for bom, name in _BOMS:
         if body.startswith(bom):
             return _decode(body[len(bom):], name), name
-    name = charset_from_header(content_type_header) or prescan_meta(body[:1024])
+    name = (_believed(charset_from_header(content_type_header), body[:1024])
+            or prescan_meta(body[:1024]))
     if name is None:
         try:
             return body.decode("utf-8"), "utf-8"

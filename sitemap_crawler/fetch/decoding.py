@@ -21,6 +21,9 @@ from itertools import chain
 import httpx
 
 STEP = 256 * 1024  # decoded bytes per decompressor call
+# Codings stacked on one body: real servers send one, a proxy may add a second.  Each is a
+# generator wrapped around the last, so 3,000 of them are a RecursionError while reading.
+MAX_CODINGS = 3
 
 
 class DecodeError(ValueError):
@@ -33,6 +36,15 @@ class UnsupportedEncoding(ValueError):
     def __init__(self, coding: str) -> None:
         super().__init__(f"unsupported Content-Encoding {coding!r}")
         self.coding = coding
+
+
+class TooManyCodings(UnsupportedEncoding):
+    """More than :data:`MAX_CODINGS` codings stacked: refused like an unknown coding (the
+    page is skipped with a reason, a sitemap fails alone, robots.txt is unreadable)."""
+
+    def __init__(self, n: int) -> None:
+        ValueError.__init__(self, f"{n} stacked Content-Encodings (at most {MAX_CODINGS})")
+        self.coding = "stacked"
 
 
 def _bounded_brotli() -> bool:
@@ -63,10 +75,11 @@ def decoded(resp: httpx.Response, step: int = STEP) -> Iterator[bytes]:
 def decode(chunks: Iterable[bytes], content_encoding: str, step: int = STEP) -> Iterator[bytes]:
     """``chunks`` with the codings of ``content_encoding`` undone, last applied first."""
     src: Iterator[bytes] = iter(chunks)
-    codings = [c.strip().lower() for c in content_encoding.split(",") if c.strip()]
+    codings = [c for c in (c.strip().lower() for c in content_encoding.split(","))
+               if c and c != "identity"]
+    if len(codings) > MAX_CODINGS:
+        raise TooManyCodings(len(codings))
     for coding in reversed(codings):
-        if coding == "identity":
-            continue
         if coding in ("gzip", "x-gzip"):
             src = gunzip_if_magic(src, step)
         elif coding == "deflate":

@@ -49,6 +49,10 @@ J2, J4  index lock, each file atomically; a segment deleted only after
         journal from where the list says the last one stopped
 S1      a file replaced by rename (index, manifest) is read until it     fsutil.py
         parses: a share's client may serve the old size for seconds
+N1-N5   a markdown file name is claimed before it is written: a         names.py
+        folder holding its owner renamed into place (exclusive on
+        every share), read back by path, never released; case and
+        Unicode folded; a new claim's owner is what is on disk first
 F1-F5   link following: only the index lock holder turns links into     frontier.py
         tickets, marking them queued in the same fold; a write-ahead
         intent makes index + tickets crash-safe; workers stop only
@@ -59,7 +63,9 @@ Worker ids (state.py) are ``<full host>-<machine token>-<pid>-<nonce>``: unique 
 and the only proof that a worker runs where its pid can be checked.
 
 Modules: ``fsutil`` (the primitives), ``state`` (the directory layout, worker ids),
-``tickets``, ``heartbeat``, ``hostgate``, ``journal``, ``index``.
+``tickets``, ``heartbeat``, ``hostgate``, ``journal``, ``index``, ``names`` (file names
+owned once), ``untrusted`` (what is read from the state folder is checked before any file
+system call; a bad file goes to ``quarantine/``).
 
 May import: the base modules (errors, timestamps, frontmatter) only.  Nothing from discover,
 fetch, convert or commands: every other room builds on this one.

@@ -51,9 +51,16 @@ from typing import Any
 
 import orjson
 
-from sitemap_crawler.protocol.fsutil import TMP_PREFIX, atomic_write, read_bytes, sync_filesystem
+from sitemap_crawler.protocol.fsutil import (
+    TMP_PREFIX,
+    atomic_write,
+    read_bytes,
+    real_dir,
+    sync_filesystem,
+)
 from sitemap_crawler.protocol.state import StateDir
 from sitemap_crawler.protocol.tickets import HOST_MARK, TicketQueue, by_host
+from sitemap_crawler.protocol.untrusted import QUARANTINE, intent_problem, quarantine
 from sitemap_crawler.timestamps import utcnow
 
 QUEUED = "queued"  # the outcome of an index entry whose URL has a ticket but no result yet
@@ -81,7 +88,11 @@ class Frontier:
         out = []
         for path in self._intents():
             intent = _load(path)
-            if intent is None:  # torn: atomic_write never leaves one, so this is not ours
+            if intent is None:  # gone meanwhile
+                continue
+            why = intent_problem(intent, path.name)
+            if why is not None:  # its id would name tickets and files anywhere
+                quarantine(self.state.root, path, f"not a link-frontier intent ({why})")
                 continue
             self._mark(idx, intent["urls"])
             out.append(intent)
@@ -122,7 +133,7 @@ class Frontier:
             return None
         intent = {"id": time.strftime("L%Y%m%dT%H%M%S", time.gmtime()) + secrets.token_hex(3),
                   "site": self.site, "created_at": utcnow(), "urls": new}
-        self.dir.mkdir(exist_ok=True)
+        real_dir(self.dir, self.state.root / QUARANTINE)
         atomic_write(self.dir / f"intent-{intent['id']}.json", orjson.dumps(intent))
         self._mark(idx, new)
         self.added += len(new)
@@ -171,6 +182,8 @@ class Frontier:
         return n
 
     def _intents(self) -> list[Any]:
+        if os.path.lexists(self.dir):  # a symlink would list (and quarantine) another folder
+            real_dir(self.dir, self.state.root / QUARANTINE)
         try:
             names = sorted(os.listdir(self.dir))
         except FileNotFoundError:
@@ -179,12 +192,13 @@ class Frontier:
                 if n.startswith("intent-") and n.endswith(".json") and not n.startswith(TMP_PREFIX)]
 
 
-def _load(path: Any) -> dict[str, Any] | None:
+def _load(path: Any) -> Any:
+    """The intent's JSON (checked by the caller: a torn one is not ours, atomic_write never
+    leaves one), or None if it is gone."""
     raw = read_bytes(path)
     if raw is None:
         return None
     try:
-        data = orjson.loads(raw)
+        return orjson.loads(raw)
     except orjson.JSONDecodeError:
-        return None
-    return data if isinstance(data, dict) and isinstance(data.get("urls"), list) else None
+        return "not JSON"

@@ -33,8 +33,10 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import errno
+import logging
 import os
 import secrets
+import stat
 import threading
 import time
 from collections.abc import Callable
@@ -42,6 +44,8 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from sitemap_crawler.errors import CrawlError
+
+log = logging.getLogger(__name__)
 
 # errno values that mean "someone else got there first" on one of the shares we support.
 LOST_RACE = {errno.ENOENT, errno.EBUSY, errno.EACCES, errno.EPERM, errno.EEXIST, errno.ENOTEMPTY}
@@ -205,6 +209,32 @@ def move_exclusive(src: Path, dst: Path, *, durable: bool = False) -> bool:
         if src.parent != dst.parent:
             fsync_dir(src.parent)
     return True
+
+
+def real_dir(path: Path, quarantine: Path) -> Path:
+    """``path`` as a real directory (created if missing), never a symlink: a symlinked
+    folder in the state or output folder would carry every file made through it outside.
+    Anything else found at ``path`` (a symlink, a file) is moved into ``quarantine`` first,
+    with one log line; the data a symlink points at is not touched.  Only the last
+    component is checked: callers pass folders directly under a root they trust."""
+    for _ in range(3):
+        try:
+            st = os.lstat(path)
+        except FileNotFoundError:
+            with contextlib.suppress(FileExistsError):
+                path.mkdir(parents=True)
+            continue  # look again: a rival may have made it, as anything
+        if stat.S_ISDIR(st.st_mode):
+            return path
+        if quarantine == path or quarantine in path.parents:
+            raise CrawlError(f"{path}: not a real folder; move it away and run again")
+        real_dir(quarantine, quarantine)  # itself a real folder (else the error above)
+        aside = quarantine / f"{path.name}.{os.getpid()}.{secrets.token_hex(3)}"
+        with contextlib.suppress(FileNotFoundError):
+            os.rename(path, aside)
+            log.error("%s is not a real folder (a symlink or a file); moved to %s",
+                      path, aside)
+    raise CrawlError(f"{path}: kept changing while it was made a real folder")
 
 
 def read_bytes(path: Path) -> bytes | None:

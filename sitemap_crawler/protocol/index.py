@@ -75,6 +75,7 @@ Invariants:
 
 from __future__ import annotations
 
+import bisect
 import codecs
 import contextlib
 import hashlib
@@ -84,6 +85,7 @@ import os
 import secrets
 import tempfile
 import time
+from array import array
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -100,12 +102,14 @@ from sitemap_crawler.protocol.fsutil import (
     atomic_write,
     on_network_fs,
     read_settled,
+    real_dir,
     unlink_quiet,
 )
 from sitemap_crawler.protocol.heartbeat import proven_dead
 from sitemap_crawler.protocol.journal import JournalTail, journal_files, owner_of
 from sitemap_crawler.protocol.state import StateDir
 from sitemap_crawler.protocol.tickets import claimed_owners
+from sitemap_crawler.protocol.untrusted import QUARANTINE, segment_name_ok
 from sitemap_crawler.timestamps import utcnow
 
 log = logging.getLogger(__name__)
@@ -118,6 +122,10 @@ _TRANSIENT = {"ticket", "final", "worker", "elapsed", "attempts", "links"}
 
 SEGMENT_DIR = "url-index.d"
 LIST_FILE = "url-index.segments.json"
+# The base's URLs as sorted 64-bit hashes, after a line naming the base's digest: count()
+# tells a segment's URL that is new from one the base holds without reading the base (8 MB
+# for a million URLs against ~350 MB).
+KEYS_FILE = "url-index.keys"
 # More segments than this are combined into one (a bound on the files a long run leaves).
 MAX_SEGMENTS = 32
 _READ_TRIES = 20
@@ -195,8 +203,16 @@ def _live(state: StateDir, listed: dict[str, Any] | None = None,
     """The live segments with the byte sizes the list recorded for them (I5)."""
     listed = _read_list(state) if listed is None else listed
     sizes = listed.get("sizes") or {}
+    if not isinstance(sizes, dict):
+        sizes = {}
     d = segment_dir(state)
-    return [(d / str(n), sizes.get(str(n))) for n in listed["segments"]]
+    names = listed["segments"]
+    bad = [n for n in names if not segment_name_ok(n)]
+    if bad:  # never opened, never deleted; the next list written leaves them out
+        log.error("%s: %d segment name(s) that index.py never writes, ignored: %s",
+                  state.root / LIST_FILE, len(bad), str(bad[0])[:120])
+    return [(d / n, sz if isinstance(sz := sizes.get(n), int) else None)
+            for n in names if n not in bad]
 
 
 def iter_segment(path: Path, size: int | None = None) -> Iterator[dict[str, Any]]:
@@ -462,8 +478,7 @@ def _write_segment(state: StateDir, worker_id: str, data: bytes | bytearray,
     """One new segment, then the list naming it (I4): a crash between the two leaves an
     unlisted file that nobody reads (the journals it came from are still there, J2) and the
     next compaction deletes.  ``replaces``: segments it combines, taken off the list."""
-    d = segment_dir(state)
-    d.mkdir(exist_ok=True)
+    d = real_dir(segment_dir(state), state.root / QUARANTINE)
     live = segment_files(state)
     seq = max((int(p.name[:8]) for p in live if p.name[:8].isdigit()), default=0) + 1
     path = d / f"{seq:08d}-{worker_id}-{secrets.token_hex(3)}.jsonl"
@@ -509,8 +524,37 @@ def write_base(state: StateDir, idx: Index, check: Callable[[], None]) -> None:
     """The base, whole, then an empty segment list with its entry count (status reads that,
     not a 250 MB file).  Every segment listed before is now in the base (I2)."""
     data = orjson.dumps(idx, option=orjson.OPT_SORT_KEYS)
+    digest = _digest(data)
     atomic_write(state.index_path, data, before_replace=check)
-    _write_list(state, [], check, base=(len(idx), len(data), _digest(data)))
+    keys = array("Q", sorted(_url_key(u) for u in idx))
+    atomic_write(state.root / KEYS_FILE, digest.encode() + b"\n" + keys.tobytes(),
+                 before_replace=check)
+    _write_list(state, [], check, base=(len(idx), len(data), digest))
+
+
+def _url_key(url: str) -> int:
+    return int.from_bytes(hashlib.blake2b(url.encode(), digest_size=8).digest(), "little")
+
+
+def _base_holds(state: StateDir, listed: dict[str, Any]) -> Callable[[str], bool] | None:
+    """Membership in the base the list describes, from the keys file (None: no keys file
+    for this base: an earlier version's, or a crash between base and list)."""
+    try:
+        raw = read_settled(state.root / KEYS_FILE, lambda b: b)
+    except FileNotFoundError:
+        return None
+    head, _, body = raw.partition(b"\n")
+    if not listed.get("base_hash") or head.decode("ascii", "replace") != listed["base_hash"] \
+            or len(body) % 8:
+        return None
+    keys = array("Q")
+    keys.frombytes(body)
+
+    def holds(url: str) -> bool:
+        k = _url_key(url)
+        i = bisect.bisect_left(keys, k)
+        return i < len(keys) and keys[i] == k
+    return holds
 
 
 def _drop(segments: list[Path], check: Callable[[], None]) -> None:
@@ -523,6 +567,9 @@ def _drop_orphans(state: StateDir, check: Callable[[], None]) -> None:
     """Segment files no list names: a merge killed between its segment and its list (I4)."""
     listed = {p.name for p in segment_files(state)}
     d = segment_dir(state)
+    if not os.path.lexists(d):
+        return
+    real_dir(d, state.root / QUARANTINE)  # a symlink would list (and delete) another folder
     try:
         names = os.listdir(d)
     except FileNotFoundError:
@@ -538,19 +585,27 @@ def _size(path: Path) -> int:
 
 
 def count(state: StateDir) -> int:
-    """URLs in the index, for ``status``, reading O(segments) bytes: the base's count from the
-    segment list (counted once if an earlier version wrote the base), plus the URLs the
-    segments first saw (records of new pages, queued links).  Exact after a compaction."""
+    """URLs in the index, exactly, for ``status``: the base's count from the segment list,
+    plus the segments' URLs that the base does not hold (by the keys file, so O(segments)
+    bytes are read; without one the base's URLs are streamed once)."""
     def read() -> int:
         listed = _read_list(state)
         n = listed.get("base_entries")
-        if not isinstance(n, int):
-            n = len(load(state.index_path))
-        new: set[str] = set()
+        seen: set[str] = set()
         for path, size in _live(state, listed):
-            new.update(r["url"] for r in iter_segment(path, size)
-                       if r.get("outcome") in ("new", "queued"))
-        return n + len(new)
+            seen.update(r["url"] for r in iter_segment(path, size))
+        if isinstance(n, int) and not seen:
+            return n  # the base alone: its count is in the list
+        holds = _base_holds(state, listed) if isinstance(n, int) else None
+        if holds is None:
+            base = [u for u, _ in iter_entries(state.index_path)]
+            n = len(base)
+            seen.difference_update(base)
+        else:
+            seen = {u for u in seen if not holds(u)}
+        if _read_list(state).get("base_id") != listed.get("base_id"):
+            raise FileNotFoundError  # a compaction meanwhile: read again (I3)
+        return n + len(seen)
     return _consistently(state, read)
 
 

@@ -15,6 +15,9 @@ Layout (roadmap v0.4.0)::
       url-index.json                                url -> validators, hashes, file path (base)
       url-index.d/<seq>-<writer>.jsonl              what later merges learnt (see index.py)
       url-index.segments.json                       which segments are live (see index.py I4)
+      url-index.keys                                the base's URLs as hashes (index.count)
+      names/                                        file name claims (see names.py)
+      quarantine/                                   files that failed a check (untrusted.py)
 
 There is no database and no server: another machine that mounts the same directory sees the
 same state, and copying the directory copies the crawl.
@@ -28,17 +31,25 @@ that a worker is local (heartbeat.py H3).  ``$SITEMAP_CRAWLER_MACHINE_ID`` repla
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import json
 import logging
 import os
 import socket
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from sitemap_crawler.errors import CrawlError
-from sitemap_crawler.protocol.fsutil import atomic_write, ensure_token_dir, read_settled
+from sitemap_crawler.protocol.fsutil import (
+    atomic_write,
+    ensure_token_dir,
+    read_settled,
+    real_dir,
+)
+from sitemap_crawler.protocol.untrusted import QUARANTINE, quarantine
 
 log = logging.getLogger(__name__)
 
@@ -46,9 +57,74 @@ TICKET_STATES = ("pending", "claimed", "completed", "failed")
 EXCLUDED_FILE = "excluded.jsonl"  # written by prepare, read by export
 
 
+_NOT_WRITABLE = {errno.EACCES, errno.EPERM, errno.EROFS}
+
+
+def folder_refuses(e: OSError) -> bool:
+    """True when ``e`` (EACCES/EPERM) comes from a folder that refuses new files, so every
+    page written there would fail alike; False for one file refused (a share's reader holding
+    it, a file a user protected), which costs that page only."""
+    if e.errno not in (errno.EACCES, errno.EPERM) or not e.filename:
+        return False
+    d = Path(os.fsdecode(e.filename)).parent
+    while not d.exists() and d != d.parent:
+        d = d.parent
+    try:
+        require_writable([d])
+    except CrawlError:
+        return True
+    return False
+
+
+def require_writable(directories: list[Path]) -> None:
+    """Make and remove a probe folder in each directory (created if missing), so a crawl
+    that cannot write its output or state says so once, before it claims work, instead of
+    finding "no work" (a claim refused looks like one lost to another worker) or failing
+    every URL after fetching it.  A folder, not a file: SMB refuses to delete a file just
+    closed (EBUSY) for a moment, and a probe left behind would litter the user's folder."""
+    for d in directories:
+        probe = d / f".tmp-probe-{os.getpid()}-{os.urandom(3).hex()}"
+        try:
+            d.mkdir(parents=True, exist_ok=True)
+            probe.mkdir()
+        except OSError as e:
+            if e.errno not in _NOT_WRITABLE:
+                raise
+            raise CrawlError(f"{d}: not writable ({e.strerror}); the crawl writes its "
+                             "markdown and its state there") from None
+        for attempt in range(10):
+            try:
+                probe.rmdir()
+                break
+            except FileNotFoundError:
+                break
+            except OSError as e:
+                if e.errno not in (errno.EBUSY, errno.EACCES, errno.EPERM) or attempt == 9:
+                    raise
+                time.sleep(0.05 * (attempt + 1))
+
+
 @dataclass(frozen=True)
 class StateDir:
     root: Path
+
+    def writable_dirs(self) -> list[Path]:
+        """The folders a worker writes in (require_writable); each must be a real folder,
+        not a symlink that would carry its files outside (fsutil.real_dir)."""
+        return [self.root, *(self.ticket_dir(s) for s in TICKET_STATES), self.workers,
+                self.journal, self.hosts, self.root / "tmp"]
+
+    def real_dirs(self) -> None:
+        """Make the folders workers write in, each a real folder: a symlinked one (journal/,
+        tmp/, ...) is moved to quarantine/ (fsutil.real_dir), never written through."""
+        self.root.mkdir(parents=True, exist_ok=True)
+        real_dir(self.tickets, self.root / QUARANTINE)
+        for d in self.writable_dirs()[1:]:
+            real_dir(d, self.root / QUARANTINE)
+        for d, token in ((self.locks, "index.free"), (self.prepare_lock, "prepare.free")):
+            if d.is_symlink():  # its tokens would be renamed in another folder
+                quarantine(self.root, d, "a symlink, not a real folder")
+                ensure_token_dir(d, [token])  # made again, exactly once across machines
 
     @property
     def tickets(self) -> Path:
@@ -103,10 +179,7 @@ class StateDir:
     def ensure(self) -> None:
         """Create the layout; a full disk or a read-only share is a one-line CrawlError."""
         try:
-            for s in TICKET_STATES:
-                self.ticket_dir(s).mkdir(parents=True, exist_ok=True)
-            for d in (self.workers, self.journal, self.hosts):
-                d.mkdir(parents=True, exist_ok=True)
+            self.real_dirs()
             ensure_token_dir(self.locks, ["index.free"])
             ensure_token_dir(self.prepare_lock, ["prepare.free"])
         except OSError as e:
