@@ -25,6 +25,7 @@ arrivals and the most requests in flight at once.  Peak RSS is the largest of th
 processes (``RUSAGE_CHILDREN`` of a fresh parent).
 
     python -m bench.bench_network [--scenarios S1,S2,S3,S4] [--rounds 2]
+    python -m bench.bench_network _summary [COMMIT]     # the tables of bench/RESULTS.md
 
 Scrapy and markdownify are installed with pip when missing.  Lines go to
 bench/results-network.jsonl.
@@ -207,10 +208,40 @@ def one_run(tool: str, name: str, sc: dict[str, Any], rnd: int) -> dict[str, Any
             "scrapy": _version("scrapy") if tool == "scrapy" else None}
 
 
+def summarize(path: Path, commit: str | None = None) -> None:
+    """The markdown tables of bench/RESULTS.md from the JSON lines (one commit's runs)."""
+    import statistics
+
+    recs = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    if commit:
+        recs = [r for r in recs if r.get("commit") == commit]
+    print("| scenario | tool | round | pages | s | pages/s | CPU s | peak RSS MiB | "
+          "min gap s | gap p50 / p95 s | most in flight per host |")
+    print("|---|---|---:|---:|---:|---:|---:|---:|---:|---|---:|")
+    for r in recs:
+        p = r["polite"]
+        print(f"| {r['scenario']} | {r['tool']} | {r['round']} | {r['pages']} | "
+              f"{r['seconds']} | {r['pages_per_s']} | {r['cpu_seconds']} | "
+              f"{r['peak_rss_mib']} | {p['min_gap']} | {p.get('gap_p50')} / "
+              f"{p.get('gap_p95')} | {p['max_per_host_in_flight']} |")
+    for name in dict.fromkeys(r["scenario"] for r in recs):
+        ours = [r["pages_per_s"] for r in recs if r["scenario"] == name and r["tool"] == "ours"]
+        theirs = [r["pages_per_s"] for r in recs
+                  if r["scenario"] == name and r["tool"] == "scrapy"]
+        if ours and theirs:
+            ratios = [o / t for o, t in zip(ours, theirs, strict=False)]
+            print(f"{name}: ours {statistics.median(ours):.1f} pages/s ({min(ours)}-"
+                  f"{max(ours)}), Scrapy {statistics.median(theirs):.1f} ({min(theirs)}-"
+                  f"{max(theirs)}); ratio by round {', '.join(f'{x:.2f}x' for x in ratios)}")
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if argv[:1] == ["_scrapy"]:
         _scrapy_child(json.loads(argv[1]))
+        return 0
+    if argv[:1] == ["_summary"]:
+        summarize(RESULTS, argv[1] if len(argv) > 1 else None)
         return 0
     ap = argparse.ArgumentParser(prog="python -m bench.bench_network", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)

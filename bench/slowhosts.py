@@ -120,9 +120,17 @@ def politeness(log_path: Path, prefix: str = "") -> dict[str, Any]:
         for (a0, a1), (b0, _b1) in itertools.pairwise(spans):
             gaps.append(b0 - a0)
             overlaps += b0 < a1
+    gaps.sort()
+
+    def q(f: float) -> float | None:
+        return round(gaps[min(len(gaps) - 1, int(f * len(gaps)))], 4) if gaps else None
+
+    # With a delay, gap - delay is how late each request came after the host was free
+    # again: the scheduling lag, conversion stalls included (issue 18: measure it).
     return {"hosts": len(by_host), "requests": sum(len(v) for v in by_host.values()),
-            "min_gap": round(min(gaps), 4) if gaps else None, "overlaps": overlaps,
-            "max_per_host_in_flight": _max_in_flight(by_host)}
+            "min_gap": round(gaps[0], 4) if gaps else None, "gap_p50": q(0.5),
+            "gap_p95": q(0.95), "gap_max": round(gaps[-1], 4) if gaps else None,
+            "overlaps": overlaps, "max_per_host_in_flight": _max_in_flight(by_host)}
 
 
 def _max_in_flight(by_host: dict[str, list[tuple[float, float]]]) -> int:

@@ -133,15 +133,15 @@ def _children(pid: int) -> list[int]:
 def test_a_kill_9_mid_crawl_loses_no_link_and_fetches_only_in_flight_pages_twice(
         server, tmp_path):
     paths = tree_site(server, sections=4, per_section=10, delay=0.03)
-    cfg = follow_config(tmp_path, server.url("/"))
+    cfg = follow_config(tmp_path, server.url("/"), max_in_flight=4)
     cli(cfg, "prepare", "docs")
     t_kill = _work_until_pages(server, cfg, 12)
     cli(cfg, "crawl", "docs", "--workers", "2")
     hits = fetched(server)
     assert set(hits) == set(paths)
     twice = [p for p, n in hits.items() if n > 1]
-    # 2 workers with at most ceil(8 / 2) = 4 URLs of the host in flight each (dispatch.py
-    # D1); only pages sent shortly before the kill (answers take 0.03 s) come again
+    # 2 workers with at most max_in_flight = 4 URLs in flight each (fetching or converting);
+    # only pages sent shortly before the kill (answers take 0.03 s) come again
     assert len(twice) <= 8 and max(hits.values()) <= 2, twice
     first = {p: min(r.t for r in server.requests if r.path == p) for p in twice}
     assert all(t_kill - 0.5 <= t <= t_kill for t in first.values()), (t_kill, first)
@@ -159,3 +159,13 @@ def test_two_machines_follow_links_on_a_real_share_each_page_once(share, server,
     hits = fetched(server)
     assert set(hits) == set(paths), (kind, sorted(set(paths) - set(hits)))
     assert max(hits.values()) == 1, (kind, [p for p, n in hits.items() if n > 1])
+
+
+def test_a_link_following_site_is_probed_for_three_documents_not_sixteen(server, tmp_path):
+    """Without a sitemap, prepare asks for robots.txt, /sitemap.xml and /llms.txt only (each
+    request costs the host a delay): before, 13 common sitemap paths and llms-full.txt too."""
+    tree_site(server, sections=2, per_section=3)
+    cfg = follow_config(tmp_path, server.url("/"))
+    cli(cfg, "prepare", "docs")
+    probes = sorted(r.path for r in server.requests if _discovery_probe(r.path))
+    assert probes == ["/llms.txt", "/robots.txt", "/sitemap.xml"], probes

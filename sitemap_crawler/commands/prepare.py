@@ -103,6 +103,7 @@ _CARRY = ("etag", "last_modified", "content_hash", "raw_hash", "file_path", "las
           "validators_lie", "final_url", "rendered")
 # Source kinds that list the whole site; a feed lists recent items only (P1).
 _COMPLETE_KINDS = {"urlset", "sitemapindex", "llms", "text", "robots"}
+LINK_SITE_PROBE = ("/sitemap.xml",)  # what a link-following site is probed for (_seeds)
 PREPARE_WAIT = 3600.0  # seconds a prepare waits for another one on the same site (P2)
 REMOVAL_SAMPLE = 20  # URLs named in the result (and by --dry-run) of those removed
 
@@ -465,7 +466,10 @@ class _Prepare:
                     origins.append(o)
         for o in origins:
             try:
-                for e in discover([o], self.s, client, stats, progress, cache):
+                # robots.txt's Sitemap: lines, /sitemap.xml and /llms.txt only: links find
+                # the rest, and each probe costs the host a delay (issue 18)
+                for e in discover([o], self.s, client, stats, progress, cache,
+                                  probe=LINK_SITE_PROBE):
                     url = self.rules.clean(e.url)
                     if url is not None:
                         yield dataclasses.replace(e, url=url)

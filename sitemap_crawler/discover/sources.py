@@ -150,6 +150,7 @@ def discover(
     stats: DiscoveryStats,
     progress: Callable[[str], None] | None = None,
     cache: SitemapCache | None = None,
+    probe: Sequence[str] = COMMON_SITEMAP_PATHS,
 ) -> Iterator[Entry]:
     """Yield every page URL the sources list (duplicates included: the caller dedupes).
 
@@ -160,9 +161,11 @@ def discover(
     ``markdown_twins`` (sets ``Entry.markdown_url``) and ``cache_sitemaps`` as a max age.
     ``client`` carries User-Agent and timeouts; redirects are followed here with
     ``settings.max_redirects`` as the cap.  With a ``cache`` (sitemapcache.py), documents
-    are asked for conditionally and a 304 is served from the kept copy.
+    are asked for conditionally and a 304 is served from the kept copy.  ``probe``: the
+    paths tried on a bare site whose robots.txt names no sitemap (fewer for a site crawled
+    by following links, where a sitemap is a bonus and each request costs a delay).
     """
-    for batch in discover_batches(sources, settings, client, stats, progress, cache):
+    for batch in discover_batches(sources, settings, client, stats, progress, cache, probe):
         yield from batch
 
 
@@ -173,10 +176,12 @@ def discover_batches(
     stats: DiscoveryStats,
     progress: Callable[[str], None] | None = None,
     cache: SitemapCache | None = None,
+    probe: Sequence[str] = COMMON_SITEMAP_PATHS,
 ) -> Iterator[Batch]:
     """``discover``'s entries a chunk at a time (never an empty batch)."""
     run = _Run(settings, client, stats, progress)
     run.cache = cache
+    run.probe = tuple(probe)
     for src in sources:
         yield from run.source(src)
 
@@ -198,6 +203,7 @@ class _Run:
         self.failures = 0
         self.loops = 0  # documents skipped because a <loc> or a redirect led back to one read
         self.cache: SitemapCache | None = None
+        self.probe: tuple[str, ...] = COMMON_SITEMAP_PATHS  # bare site, no Sitemap: line
 
     # -- sources ----------------------------------------------------------------------
 
@@ -260,14 +266,15 @@ class _Run:
             found = True
             total += yield from self._children(robots, depth=0)
         else:
-            for path in COMMON_SITEMAP_PATHS:
+            for path in self.probe:
                 out = yield from self._document(origin + path, role="probe")
                 if out.error is None:
                     found = True
                     total += out.urls + (yield from self._children(out, depth=0))
                     break
         llms = yield from self._document(origin + "/llms.txt", role="llms")
-        if not found and llms.error is not None:  # the pages themselves, as a last resort
+        if not found and llms.error is not None and self.probe == COMMON_SITEMAP_PATHS:
+            # the pages themselves, as a last resort (not when links will find them)
             llms = yield from self._document(origin + "/llms-full.txt", role="llms")
         if llms.error is None and (llms.urls or llms.children or not llms.cross_host):
             found = True
@@ -277,7 +284,7 @@ class _Run:
         if not found:
             raise DiscoveryError(
                 f"{src}: no sitemap found (robots.txt lists none; none of the "
-                f"{len(COMMON_SITEMAP_PATHS)} common sitemap paths nor /llms.txt nor "
+                f"{len(self.probe)} common sitemap paths nor /llms.txt nor "
                 "/llms-full.txt is one)"
             )
         return total
