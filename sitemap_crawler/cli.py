@@ -366,15 +366,22 @@ def crawl_all(
     raise typer.Exit(_work([], workers, first=prepare_all))  # []: every site (all prepared)
 
 
+PREPARES_AT_ONCE = 48
+
+
 def _prepare_all(sites: list[Site], full: bool) -> None:
-    """Prepare the sites side by side, one process each (at most 16 at once): discovery
+    """Prepare the sites side by side, one process each (at most 48 at once): discovery
     waits on each host's delay (fetch/gated.py), so one after another would cost a delay
     per site.  Summaries in config order; the first error ends the command, as before."""
     import multiprocessing as mp
     from concurrent.futures import ProcessPoolExecutor
 
+    import sitemap_crawler.commands.prepare  # noqa: F401  (imported once, before the fork)
+
     method = "fork" if "fork" in mp.get_all_start_methods() else "spawn"
-    with ProcessPoolExecutor(min(16, len(sites)), mp_context=mp.get_context(method)) as pool:
+    # Mostly waiting (each host's delay, before and after its last request): many at once.
+    with ProcessPoolExecutor(min(PREPARES_AT_ONCE, len(sites)),
+                             mp_context=mp.get_context(method)) as pool:
         futures = [pool.submit(_prepare_one, site, full) for site in sites]
         for fut in futures:
             warnings, filtered, summary = fut.result()

@@ -75,7 +75,7 @@ class _Held:
 
     worker: Worker
     c: Claimed
-    todo: deque[dict[str, Any]]
+    todo: deque[tuple[dict[str, Any], str]]  # (URL entry, its host key), in ticket order
     tag: str | None
     running: int = 0
     lost: bool = False
@@ -154,6 +154,7 @@ class Dispatcher:
         self.busy: Counter[str] = Counter()  # host key -> URLs of it running here
         self.fatal: BaseException | None = None
         self._gates: dict[Path, _Gate] = {}
+        self._gate_lock = threading.Lock()
         self._idle: dict[str, float] = {}  # site -> when its pending/ was seen empty
         self._turn = 0  # the site tried first for the next claim (round robin)
         self._proven: set[str] = set()  # hosts that answered a URL without a failure
@@ -166,6 +167,7 @@ class Dispatcher:
         """Work until no site has work left, or a stop; each site's totals."""
         self._executor = ThreadPoolExecutor(self.max_in_flight, thread_name_prefix="fetch")
         try:
+            self._open_all()
             self._loop()
         except BaseException as e:
             self.fatal = self.fatal or e
@@ -230,8 +232,7 @@ class Dispatcher:
         now = time.monotonic()
         for h in self.held:
             while h.todo and not h.lost and len(self.running) < self.max_in_flight:
-                entry = h.todo[0]
-                host = host_key(entry["url"])
+                entry, host = h.todo[0]
                 if self.busy[host] >= self.cap(h.worker, host) or \
                         h.worker.gate.free_at(host) > now:
                     break
@@ -248,7 +249,7 @@ class Dispatcher:
         soonest = MAX_WAIT
         for h in self.held:
             if h.todo and not h.lost:
-                host = host_key(h.todo[0]["url"])
+                host = h.todo[0][1]
                 if self.busy[host] < self.cap(h.worker, host):
                     soonest = min(soonest, max(0.0, h.worker.gate.free_at(host) - now))
         return soonest
@@ -328,7 +329,7 @@ class Dispatcher:
                     self._idle[w.site.name] = now
                 continue
             self._turn = (self._turn + i + 1) % n
-            todo = deque(c.remaining())
+            todo = deque((e, host_key(e["url"])) for e in c.remaining())
             if not todo:  # every URL done before a crash (T5 progress): finish it now
                 w.complete(c)
                 return True
@@ -353,18 +354,33 @@ class Dispatcher:
     def _open(self, w: Worker) -> None:
         state = StateDir(w.site.state_dir)
         root = state.gate_root
-        g = self._gates.get(root)
-        if g is None:
-            s = w.s.crawl_state
-            state.ensure()
-            for d in (root, state.gate_workers):
-                d.mkdir(parents=True, exist_ok=True)
-            observer = Observer(state.gate_workers, s.heartbeat_timeout)
-            hb = Heartbeat(state.gate_workers, w.wid, s.heartbeat_interval,
-                           on_fail=self.stop.set).start()
-            gate = HostGate(root, w.wid, observer.is_dead, deferred=True)
-            g = self._gates[root] = _Gate(gate, hb)
+        with self._gate_lock:  # _open_all opens sites on several threads
+            g = self._gates.get(root) or self._new_gate(w, state)
         w.open(g.gate)
+
+    def _new_gate(self, w: Worker, state: StateDir) -> _Gate:
+        """The process's gate on ``state``'s shared gate directory, with its heartbeat."""
+        root = state.gate_root
+        s = w.s.crawl_state
+        state.ensure()
+        for d in (root, state.gate_workers):
+            d.mkdir(parents=True, exist_ok=True)
+        observer = Observer(state.gate_workers, s.heartbeat_timeout)
+        hb = Heartbeat(state.gate_workers, w.wid, s.heartbeat_interval,
+                       on_fail=self.stop.set).start()
+        gate = HostGate(root, w.wid, observer.is_dead, deferred=True)
+        g = self._gates[root] = _Gate(gate, hb)
+        return g
+
+    def _open_all(self) -> None:
+        """Open every site with pending tickets at once, on the fetch threads: opening is a
+        few file creations and fsyncs per site (heartbeat, journal), and one after another
+        they held back the first request of the 200th host by seconds."""
+        todo = [w for w in self.workers if not w.opened and w.queue.names("pending")]
+        if len(todo) < 2:
+            return
+        for fut in [self._executor.submit(self._open, w) for w in todo]:
+            fut.result()
 
     def _drain(self) -> None:
         """D5: let running URLs end, then hand every held ticket back with its progress."""

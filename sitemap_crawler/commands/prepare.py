@@ -166,13 +166,15 @@ def _n(count: int, word: str) -> str:
 def http_client(site: Site, gate: HostGate | None = None) -> httpx.Client:
     """The discovery client; with ``gate`` every request takes a lease of the host gate
     that the workers use (fetch/gated.py), so discovery is as polite as pages."""
+    from sitemap_crawler.fetch.client import ssl_context
+
     s = site.settings
     transport = None
     if gate is not None:
         from sitemap_crawler.fetch.gated import GatedTransport
 
-        transport = GatedTransport(httpx.HTTPTransport(), gate, s)
-    return httpx.Client(
+        transport = GatedTransport(httpx.HTTPTransport(verify=ssl_context()), gate, s)
+    return httpx.Client(verify=ssl_context(),
         headers={"User-Agent": s.user_agent, "Accept-Encoding": ACCEPT_ENCODING},
         timeout=httpx.Timeout(s.timeout, connect=s.connect_timeout),
         follow_redirects=False, transport=transport,
