@@ -16,7 +16,8 @@ import sitemap_crawler
 
 PKG = Path(sitemap_crawler.__file__).parent
 BASE = {"sitemap_crawler", "sitemap_crawler.config", "sitemap_crawler.errors",
-        "sitemap_crawler.logs", "sitemap_crawler.timestamps", "sitemap_crawler.frontmatter"}
+        "sitemap_crawler.logs", "sitemap_crawler.timestamps", "sitemap_crawler.frontmatter",
+        "sitemap_crawler.xpath"}
 
 # room -> module prefixes it may import besides the base modules and itself
 ALLOWED = {

@@ -37,8 +37,6 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from lxml import etree
-
 from sitemap_crawler.convert.density import (
     density_root,
     named_body,
@@ -62,6 +60,7 @@ from sitemap_crawler.convert.signals import (
     link_len,
     text_len,
 )
+from sitemap_crawler.xpath import XPath
 
 _WIDGET_TEXT_RE = re.compile(
     r"^\s*(?:was this (?:page|article|doc|information|helpful)|is this page helpful|"
@@ -83,16 +82,16 @@ _ITEMS = ".//article|.//li"
 _SOURCE_LINKS = frozenset({"source", "[src]", "[source]", "src"})
 _SOURCE_TOGGLE_RE = re.compile(r"^(?:view |show )?source(?: code)?(?: in \S+)?$", re.I)
 _BYLINE_RE = re.compile(r"byline|author|dateline|published", re.I)
-_NAMED_OUTSIDE_CODE = etree.XPath(
+_NAMED_OUTSIDE_CODE = XPath(
     ".//*[@class or @id][not(ancestor-or-self::pre)][not(ancestor-or-self::code)]")
 # (the cheap length test first: normalize-space() builds a string per text node)
-_SHORT_TEXTS_OUTSIDE_CODE = etree.XPath(
+_SHORT_TEXTS_OUTSIDE_CODE = XPath(
     ".//text()[string-length() < 200][normalize-space()][not(ancestor::pre)]"
     "[not(ancestor::code)]")
-_ITEMPROPS = etree.XPath("//@itemprop")
-_LABEL_TEXT = etree.XPath(".//text()[not(ancestor::button)][normalize-space()]")
-_IN_CELL = etree.XPath("boolean(ancestor-or-self::td|ancestor-or-self::th)")
-_ROLES = etree.XPath("//@role")
+_ITEMPROPS = XPath("//@itemprop")
+_LABEL_TEXT = XPath(".//text()[not(ancestor::button)][normalize-space()]")
+_IN_CELL = XPath("boolean(ancestor-or-self::td|ancestor-or-self::th)")
+_ROLES = XPath("//@role")
 
 
 @dataclass

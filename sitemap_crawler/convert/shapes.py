@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from lxml import etree
+from sitemap_crawler.xpath import XPath
 
 
 def _collapse(text: str | None) -> str:
@@ -117,7 +117,7 @@ def content_form(el: Any) -> bool:
         "select", "label", "button", "script", "style", "textarea")) >= 1000
 
 
-_TEXT_LEN = etree.XPath("string-length(normalize-space(.))")
+_TEXT_LEN = XPath("string-length(normalize-space(.))")
 
 
 def grid_columns(el: Any) -> int:
