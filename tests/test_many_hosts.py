@@ -68,15 +68,22 @@ def prepare_all(cfg: Path, names: list[str]) -> None:
         cli(cfg, "prepare", n)
 
 
+def two_prepared_sites(hosts, tmp_path: Path, *, pages: int,
+                       delay: float) -> tuple[LocalServer, LocalServer, Path]:
+    """Sites "a" and "b" on two hosts with ``request_delay`` ``delay``, both prepared."""
+    a, b = hosts(2)
+    doc_site(a, pages)
+    doc_site(b, pages)
+    cfg = config(tmp_path, {"a": a.url("/sitemap.xml"), "b": b.url("/sitemap.xml")},
+                 request_delay=delay)
+    prepare_all(cfg, ["a", "b"])
+    return a, b, cfg
+
+
 def test_two_sites_on_two_slow_hosts_take_the_time_of_one(hosts, tmp_path):
     """One worker process, two sites with a 0.4 s delay: they are crawled side by side
     (before: one after the other, the sum of both)."""
-    a, b = hosts(2)
-    doc_site(a, 8)
-    doc_site(b, 8)
-    cfg = config(tmp_path, {"a": a.url("/sitemap.xml"), "b": b.url("/sitemap.xml")},
-                 request_delay=0.4)
-    prepare_all(cfg, ["a", "b"])
+    a, b, cfg = two_prepared_sites(hosts, tmp_path, pages=8, delay=0.4)
     t0 = time.monotonic()
     r = cli(cfg, "work", "--workers", "1")
     took = time.monotonic() - t0
@@ -93,12 +100,7 @@ def test_two_sites_on_two_slow_hosts_take_the_time_of_one(hosts, tmp_path):
 def test_a_worker_waiting_on_one_hosts_delay_fetches_from_another(hosts, tmp_path):
     """Between two requests to host A (1 s apart) the same single worker process sends
     requests to host B: it does not sleep on A's gate while B has work."""
-    a, b = hosts(2)
-    doc_site(a, 4)
-    doc_site(b, 4)
-    cfg = config(tmp_path, {"a": a.url("/sitemap.xml"), "b": b.url("/sitemap.xml")},
-                 request_delay=1.0)
-    prepare_all(cfg, ["a", "b"])
+    a, b, cfg = two_prepared_sites(hosts, tmp_path, pages=4, delay=1.0)
     cli(cfg, "work", "--workers", "1")
     ta, tb = page_times(a), page_times(b)
     assert len(ta) == len(tb) == 4
