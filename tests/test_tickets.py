@@ -229,3 +229,46 @@ def test_paused_local_worker_is_judged_by_its_heartbeat_not_its_pid(tmp_path):
         os.kill(p.pid, signal.SIGCONT)
         p.kill()
         p.wait()
+
+
+def test_a_kept_view_sees_what_others_took_and_added(tmp_path):
+    """T10: a queue claims from the listing it kept; names others took fail their rename and
+    make it look again, and tickets added since are found once the view runs out."""
+    state = make_tickets(tmp_path / "st", 10, size=1)
+    a, b = TicketQueue(state, "a-1-aaaaaa"), TicketQueue(state, "b-1-bbbbbb")
+    assert a.claim() is not None  # a's view now holds the 9 others
+    taken_by_b = [b.claim() for _ in range(8)]
+    assert all(taken_by_b)
+    TicketQueue(state, "prepare").add({"ticket_id": "t-9999", "site": "s", "urls": []})
+    got = {a.claim().ticket_id, a.claim().ticket_id}
+    left = ({f"t-{i:04d}" for i in range(10)} | {"t-9999"}) - {c.ticket_id for c in taken_by_b}
+    assert got <= left and len(got) == 2
+    assert a.claim() is None and b.claim() is None
+    assert os.listdir(state.ticket_dir("pending")) == []
+
+
+def test_draining_a_queue_lists_pending_a_bounded_number_of_times(tmp_path, monkeypatch):
+    """T10: claiming 2,000 tickets one by one lists pending/ a handful of times, not once per
+    claim (which made draining a 100,000-ticket queue quadratic)."""
+    state = make_tickets(tmp_path / "st", 2000, size=1)
+    q = TicketQueue(state, "a-1-aaaaaa")
+    listed = []
+    real = os.listdir
+    monkeypatch.setattr(os, "listdir", lambda p: listed.append(str(p)) or real(p))
+    claimed = set()
+    while (c := q.claim()) is not None:
+        claimed.add(c.ticket_id)
+    assert len(claimed) == 2000
+    assert sum(p.endswith("pending") for p in listed) <= 20
+    assert q.pending_at_most(0) and q.has_work()  # claimed/ still holds them
+
+
+def test_a_handed_back_ticket_is_claimable_at_once_from_the_view(tmp_path):
+    state = make_tickets(tmp_path / "st", 3, size=2)
+    q = TicketQueue(state, "a-1-aaaaaa")
+    c = q.claim()
+    assert q.hand_back(c)
+    seen = [q.claim() for _ in range(3)]
+    assert sorted((s.ticket_id, s.name.gen) for s in seen) == sorted(
+        [(c.ticket_id, 1)] + [(f"t-{i:04d}", 0) for i in range(3) if f"t-{i:04d}" != c.ticket_id])
+    assert q.claim() is None

@@ -156,6 +156,7 @@ class Dispatcher:
         self._gates: dict[Path, _Gate] = {}
         self._gate_lock = threading.Lock()
         self._idle: dict[str, float] = {}  # site -> when its pending/ was seen empty
+        self._held_tags: dict[str | None, bool] = {}
         self._turn = 0  # the site tried first for the next claim (round robin)
         self._proven: set[str] = set()  # hosts that answered a URL without a failure
         self.watch = PauseWatch(stop)  # D6
@@ -312,6 +313,10 @@ class Dispatcher:
         """Claim one ticket worth having (D2); True if one was claimed."""
         if len(self.held) >= self.max_in_flight * HELD_PER_THREAD:
             return False
+        # per host held here: whether a ticket of it still has URLs to start (for _rank)
+        self._held_tags.clear()
+        for h in self.held:
+            self._held_tags[h.tag] = self._held_tags.get(h.tag, False) or bool(h.todo)
         n = len(self.workers)
         now = time.monotonic()
         for i in range(n):
@@ -319,13 +324,13 @@ class Dispatcher:
             if now - self._idle.get(w.site.name, -IDLE_RECHECK) < IDLE_RECHECK:
                 continue
             if not w.opened:
-                if not w.queue.names("pending"):
+                if w.queue.pending_at_most(0):
                     self._idle[w.site.name] = now
                     continue
                 self._open(w)
             c = w.claim(self._rank)
             if c is None:
-                if not w.queue.names("pending"):
+                if not w.queue.view.size:  # listed empty just now (T10), not merely unwanted
                     self._idle[w.site.name] = now
                 continue
             self._turn = (self._turn + i + 1) % n
@@ -343,12 +348,10 @@ class Dispatcher:
         tag = ticket_host(name.ticket_id)
         if tag is None:
             return 1
-        mine = [h for h in self.held if h.tag == tag]
-        if not mine:
+        waiting = self._held_tags.get(tag)
+        if waiting is None:
             return 0
-        if any(h.todo for h in mine):
-            return None
-        return 2
+        return None if waiting else 2
 
     # -- opening and closing -----------------------------------------------------------------
     def _open(self, w: Worker) -> None:
@@ -376,7 +379,7 @@ class Dispatcher:
         """Open every site with pending tickets at once, on the fetch threads: opening is a
         few file creations and fsyncs per site (heartbeat, journal), and one after another
         they held back the first request of the 200th host by seconds."""
-        todo = [w for w in self.workers if not w.opened and w.queue.names("pending")]
+        todo = [w for w in self.workers if not w.opened and not w.queue.pending_at_most(0)]
         if len(todo) < 2:
             return
         for fut in [self._executor.submit(self._open, w) for w in todo]:

@@ -356,7 +356,7 @@ class Worker:
                         c.ticket_id, extra=ctx)
         finally:
             self._show_held()
-        if self.rules is not None and len(self.queue.names("pending")) <= 1:
+        if self.rules is not None and self.queue.pending_at_most(1):
             self._fold()  # F3: keep the frontier ahead before the queue runs dry
 
     def hand_back(self, c: Claimed) -> None:

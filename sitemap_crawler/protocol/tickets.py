@@ -59,6 +59,17 @@ Invariants (see ../shared/netfs/README.md for why each primitive was chosen):
   of a host it is not busy with (commands/dispatch.py).  The tag is a hint for scheduling,
   never trusted for politeness: the gate is keyed by each URL's own host.  Ids without a tag
   (an older version's, or mixed hosts) are claimed like any other.
+* T10 (claim cost).  A queue keeps its listing of ``pending/`` between claims, grouped by
+  host tag (:class:`PendingView`), so a claim costs a rename, not a listing: at 100,000
+  pending tickets a listing costs most of a second, and listing for every claim made draining
+  the queue quadratic.  The view is listed again when it runs empty, when half of it has been
+  used, when a claim from it found every candidate gone, or when it is older than
+  :data:`RELIST_FACTOR` times what the last listing took (at least :data:`RELIST_MIN` s),
+  so listings take a bounded share of the time whatever the queue's size.  A stale view is
+  harmless: a name somebody else took fails its rename (T1 decides, never the listing), and a
+  name the view has not seen yet is seen at the next listing, the same as with a share's
+  lagging listings (../shared/netfs/README.md: up to 20 s on sshfs).  What this queue writes
+  into ``pending/`` itself (hand back, reclaim, add) enters its view at once.
 * T6 (at-least-once). Every URL of a ticket is processed at least once; results (markdown
   files, journal records) are idempotent, so doing one twice is harmless.
 """
@@ -214,6 +225,7 @@ class TicketQueue:
         self.worker_id = worker_id
         self.dirs = {s: state.ticket_dir(s) for s in ("pending", "claimed", "completed", "failed")}
         self.held: set[str] = set()  # names of the claimed files this queue holds (T5b)
+        self.view = PendingView(self.dirs["pending"])
 
     # -- listing -----------------------------------------------------------------------------
     def names(self, state: str) -> list[TicketName]:
@@ -238,31 +250,47 @@ class TicketQueue:
     # -- creation ----------------------------------------------------------------------------
     def add(self, ticket: dict[str, Any]) -> Path:
         """Write a new pending ticket (gen 0); prepare makes them durable at its end (T8)."""
-        return Path(write_new_file(str(self.dirs["pending"]), f"{ticket['ticket_id']}.0.json",
+        path = Path(write_new_file(str(self.dirs["pending"]), f"{ticket['ticket_id']}.0.json",
                                    orjson.dumps(ticket)))
+        self.view.add(TicketName(str(ticket["ticket_id"]), 0, None))
+        return path
 
     # -- T1 ----------------------------------------------------------------------------------
     def claim(self, rank: Callable[[TicketName], int | None] | None = None) -> Claimed | None:
         """T1 on a pending ticket; ``rank`` (lower is better, None: not now) orders the
-        choice, e.g. by the host in the ticket id (T9)."""
-        names = self.names("pending")
-        first = 8
-        if rank is not None:
-            ranked = sorted(((r, i, n) for i, n in enumerate(names)
-                             if (r := rank(n)) is not None), key=lambda t: (t[0], t[1]))
-            names = [n for _r, _i, n in ranked]
-            first = min(first, sum(1 for r, _i, _n in ranked if r == ranked[0][0]))
-        if not names:
-            return None
-        # Workers would all race for the first ticket: each tries a random one of the first
-        # few (of the best rank).
-        head = names[:first]
-        random.shuffle(head)
-        for name in head + names[first:64]:
+        choice, e.g. by the host in the ticket id (T9).  None if nothing wanted is pending."""
+        view = self.view
+        if view.stale():
+            view.relist()
+        got, tried = self._claim_from(view, rank)
+        if got is None and tried and not view.fresh:
+            # Every candidate was gone: others drained what this view saw; look again (T10).
+            view.relist()
+            got, _ = self._claim_from(view, rank)
+        if got is None and not view.size and not view.fresh:
+            view.relist()  # empty: new tickets may have come since the last listing
+            got, _ = self._claim_from(view, rank)
+        view.fresh = False
+        return got
+
+    def _claim_from(self, view: PendingView, rank: Callable[[TicketName], int | None] | None,
+                    ) -> tuple[Claimed | None, int]:
+        """Try up to 64 names of the best rank from the view; (ticket, names tried)."""
+        tried = 0
+        while tried < 64:
+            name = view.pick(rank)
+            if name is None:
+                break
+            tried += 1
             got = self._take(self.dirs["pending"] / name.file(), name)
             if got is not None:
-                return got
-        return None
+                return got, tried
+        return None, tried
+
+    def pending_at_most(self, n: int) -> bool:
+        """True if ``pending/`` holds at most ``n`` tickets, read from the first entries of a
+        listing only (a check made after every ticket must not cost a full listing)."""
+        return _count_upto(self.dirs["pending"], n + 1) <= n
 
     def _take(self, src: Path, name: TicketName) -> Claimed | None:
         dst = self.dirs["claimed"] / name.file(self.worker_id)
@@ -332,6 +360,7 @@ class TicketQueue:
         dst = self.dirs["pending"] / c.name.file(owner=None, gen=c.name.gen + 1)
         if not dst.exists():
             atomic_write(dst, orjson.dumps(data))
+        self.view.add(TicketName(c.name.ticket_id, c.name.gen + 1, None))
         with contextlib.suppress(FileNotFoundError):
             c.path.unlink()
         self.held.discard(c.path.name)
@@ -443,7 +472,7 @@ class TicketQueue:
         return n
 
     def has_work(self) -> bool:
-        return bool(self.names("pending") or self.names("claimed"))
+        return bool(_count_upto(self.dirs["pending"], 1) or _count_upto(self.dirs["claimed"], 1))
 
     def pending_urls(self) -> Iterator[str]:
         """Every URL in pending, claimed or failed tickets (prepare's idempotence)."""
@@ -455,3 +484,96 @@ class TicketQueue:
                     for u in data.get("urls", []):
                         if u.get("url") not in done:
                             yield u["url"]
+
+
+RELIST_MIN = 2.0  # seconds a view of pending/ is used before it is listed again (T10)
+RELIST_FACTOR = 20  # ... or this many times what the last listing took, if longer
+PICK_FROM = 8  # workers would all race for the first ticket: each takes one of the first few
+
+
+def _count_upto(directory: Path, n: int) -> int:
+    """Ticket names in ``directory``, counted up to ``n`` (a scan that stops early)."""
+    found = 0
+    try:
+        with os.scandir(directory) as it:
+            for e in it:
+                if TicketName.parse(e.name) is not None:
+                    found += 1
+                    if found >= n:
+                        break
+    except FileNotFoundError:
+        pass
+    return found
+
+
+class PendingView:
+    """This queue's listing of ``pending/``, kept between claims and grouped by host tag (T10).
+
+    Each tag's names are sorted with the first to claim at the end, so taking one is a pop."""
+
+    def __init__(self, directory: Path) -> None:
+        self.directory = directory
+        self.tags: dict[str | None, list[TicketName]] = {}
+        self.size = 0
+        self.listed = 0  # size at the last listing
+        self.at = -1e18  # monotonic time of the last listing
+        self.took = 0.0  # what the last listing took
+        self.fresh = False  # listed during the current claim
+
+    def stale(self) -> bool:
+        age = time.monotonic() - self.at
+        return (self.size == 0 or self.size * 2 < self.listed
+                or age > max(RELIST_MIN, RELIST_FACTOR * self.took))
+
+    def relist(self) -> None:
+        t0 = time.monotonic()
+        try:
+            entries = os.listdir(self.directory)
+        except FileNotFoundError:
+            entries = []
+        tags: dict[str | None, list[TicketName]] = {}
+        for e in entries:
+            n = TicketName.parse(e)
+            if n is not None and n.owner is None:
+                tags.setdefault(ticket_host(n.ticket_id), []).append(n)
+        for names in tags.values():
+            names.sort(key=lambda n: (n.ticket_id, n.gen), reverse=True)
+        self.tags = tags
+        self.size = self.listed = sum(len(v) for v in tags.values())
+        self.at = time.monotonic()
+        self.took = self.at - t0
+        self.fresh = True
+
+    def add(self, name: TicketName) -> None:
+        """A ticket this queue wrote into pending/: claimable at once (it goes to the far end
+        of its tag, as it would be a later id in a listing)."""
+        names = self.tags.setdefault(ticket_host(name.ticket_id), [])
+        if name not in names[-PICK_FROM:]:
+            names.insert(0, name)
+            self.size += 1
+
+    def pick(self, rank: Callable[[TicketName], int | None] | None) -> TicketName | None:
+        """Remove and return a name of the best rank: a random one of the first
+        :data:`PICK_FROM` in id order among the tags of that rank."""
+        best: int | None = None
+        heads: list[tuple[str, int, str | None, int]] = []
+        for tag, names in self.tags.items():
+            if not names:
+                continue
+            r = 0 if rank is None else rank(names[-1])
+            if r is None or (best is not None and r > best):
+                continue
+            if best is None or r < best:
+                best, heads = r, []
+            for i in range(len(names) - 1, max(-1, len(names) - 1 - PICK_FROM), -1):
+                heads.append((names[i].ticket_id, names[i].gen, tag, i))
+        if not heads:
+            return None
+        heads.sort()
+        _id, _gen, tag, i = random.choice(heads[:PICK_FROM])
+        names = self.tags[tag]
+        name = names.pop(i)
+        if not names:
+            del self.tags[tag]
+        self.size -= 1
+        return name
