@@ -377,6 +377,9 @@ def _prepare_all(sites: list[Site], full: bool) -> None:
     from concurrent.futures import ProcessPoolExecutor
 
     import sitemap_crawler.commands.prepare  # noqa: F401  (imported once, before the fork)
+    from sitemap_crawler.fetch.client import preload
+
+    preload()
 
     method = "fork" if "fork" in mp.get_all_start_methods() else "spawn"
     # Mostly waiting (each host's delay, before and after its last request): many at once.

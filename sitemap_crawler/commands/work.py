@@ -188,6 +188,9 @@ def run_sites(config_path: Path, sites: list[Site], workers: int) -> dict[str, C
     # of CPU each to import them again (it was 16 % of a 5,000-URL all-304 re-crawl).  No
     # thread runs in this process before the children are started.
     import sitemap_crawler.commands.dispatch  # noqa: F401  (preloaded for the forked children)
+    from sitemap_crawler.fetch.client import preload
+
+    preload()
 
     method = "fork" if "fork" in mp.get_all_start_methods() else "spawn"
     gates = {StateDir(s.state_dir).gate_root: StateDir(s.state_dir).gate_workers for s in sites}
