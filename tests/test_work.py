@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 import os
 import signal
+import subprocess
+import sys
 import time
 from collections import Counter
 from pathlib import Path
@@ -17,6 +19,7 @@ from waiting import wait_until
 
 from sitemap_crawler.protocol.heartbeat import read_heartbeat
 from sitemap_crawler.protocol.journal import read_journal
+from sitemap_crawler.protocol.state import hostname, machine_token
 from sitemap_crawler.protocol.tickets import TicketName
 
 
@@ -283,3 +286,40 @@ def test_a_corrupt_url_index_is_reported_and_rebuilt_from_front_matter(server, t
     assert "unchanged 8 (304)" in r.stdout, r.stdout
     idx = json.loads(index_path.read_text())
     assert all(u in idx for u in urls)
+
+
+def test_a_dead_workers_temporary_files_go_when_its_tickets_are_taken_back(server, tmp_path):
+    """A worker killed mid-write leaves ``.tmp-*`` files (a page, a name claim); the worker
+    that takes its tickets back removes them, and only them (another pid's stay)."""
+    urls = doc_site(server, 12, delay=0.02)
+    cfg = write_config(tmp_path, server.url("/"))
+    out = tmp_path / "out"
+    cli(cfg, "prepare", "docs")
+    st = state_dir(out)
+    dead = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    wid = f"{hostname()}-{machine_token()}-{dead.pid}-abcdef"
+    pending = sorted(os.listdir(st / "tickets" / "pending"))
+    os.rename(st / "tickets" / "pending" / pending[0],
+              st / "tickets" / "claimed" / pending[0].replace(".json", f"_{wid}.json"))
+    (st / "tmp").mkdir(exist_ok=True)
+    (st / "journal").mkdir(exist_ok=True)
+    (st / "names" / "ab").mkdir(parents=True, exist_ok=True)
+    left = [st / "tmp" / f".tmp-page.md.{dead.pid}.0123abcd",
+            st / "journal" / f".tmp-{wid}.jsonl.{dead.pid}.89abcdef"]
+    for f in left:
+        f.write_text("half")
+    (st / "names" / "ab" / f".tmp-cdef.{dead.pid}.01234567").mkdir()
+    other = st / "tmp" / f".tmp-page.md.{os.getpid()}.0123abcd"
+    other.write_text("not the dead one's")
+    dead.kill()
+    dead.wait()
+    cli(cfg, "work", "--workers", "1")
+    assert_all_crawled_but(out, urls, other)
+    assert other.exists()
+
+
+def assert_all_crawled_but(out: Path, urls: list[str], allowed: Path) -> None:
+    idx = read_index(state_dir(out))
+    assert all(u in idx for u in urls)
+    torn = [p for p in out.rglob(".tmp-*") if p != allowed]
+    assert not torn, torn

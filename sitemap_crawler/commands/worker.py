@@ -48,12 +48,12 @@ from sitemap_crawler.fetch.charset import decode_html
 from sitemap_crawler.fetch.client import Fetcher, FetchResult, http_time
 from sitemap_crawler.protocol import index as url_index
 from sitemap_crawler.protocol.frontier import Frontier
-from sitemap_crawler.protocol.fsutil import atomic_write, real_dir
-from sitemap_crawler.protocol.heartbeat import Heartbeat, Observer
+from sitemap_crawler.protocol.fsutil import atomic_write, real_dir, sweep_pid_tmp
+from sitemap_crawler.protocol.heartbeat import Heartbeat, Observer, is_local
 from sitemap_crawler.protocol.hostgate import HostGate, Interrupted
 from sitemap_crawler.protocol.journal import Journal, journal_files, ticket_progress
-from sitemap_crawler.protocol.names import NameClaims
-from sitemap_crawler.protocol.state import StateDir, folder_refuses
+from sitemap_crawler.protocol.names import NAMES_DIR, NameClaims
+from sitemap_crawler.protocol.state import StateDir, folder_refuses, parse_worker_id
 from sitemap_crawler.protocol.tickets import Claimed, TicketName, TicketQueue
 from sitemap_crawler.protocol.untrusted import QUARANTINE
 from sitemap_crawler.timestamps import parse_ts, utcnow
@@ -173,6 +173,11 @@ def reclaim_dead(state: StateDir, queue: TicketQueue, observer: Observer) -> lis
         log.warning("worker %s is dead: its tickets went back to pending", w,
                     extra={"worker": queue.worker_id})
         observer.bury(w)
+        parts = parse_worker_id(w)
+        if parts is not None and is_local(parts):  # its pid is this machine's (H3)
+            names = state.root / NAMES_DIR
+            shards = [names / d for d in os.listdir(names)] if names.is_dir() else []
+            sweep_pid_tmp([*state.writable_dirs(), *shards], parts.pid, time.time())
     return dead
 
 

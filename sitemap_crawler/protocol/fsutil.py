@@ -35,7 +35,9 @@ import ctypes
 import errno
 import logging
 import os
+import re
 import secrets
+import shutil
 import stat
 import threading
 import time
@@ -280,6 +282,32 @@ def sweep_tmp(directory: Path, older_than: float = 3600.0) -> int:
                 if now - entry.stat().st_mtime > older_than:
                     os.unlink(entry.path)
                     removed += 1
+    return removed
+
+
+def sweep_pid_tmp(directories: list[Path], pid: int, before: float) -> int:
+    """Remove the temporary files and folders (``.tmp-<name>.<pid>.<8 hex>``) that process
+    ``pid`` of this machine left when it died, made before ``before`` (epoch seconds).  A new
+    process given the same pid in between could lose a file it is writing: its rename then
+    fails and that one URL is retried, nothing is lost.  Returns the entries removed."""
+    tail = re.compile(rf"\.{pid}\.[0-9a-f]{{8}}$")
+    removed = 0
+    for directory in directories:
+        try:
+            entries = list(os.scandir(directory))
+        except (FileNotFoundError, NotADirectoryError):
+            continue
+        for e in entries:
+            if not (e.name.startswith(TMP_PREFIX) and tail.search(e.name)):
+                continue
+            with contextlib.suppress(OSError):
+                if e.stat(follow_symlinks=False).st_mtime >= before:
+                    continue
+                if e.is_dir(follow_symlinks=False):
+                    shutil.rmtree(e.path)
+                else:
+                    os.unlink(e.path)
+                removed += 1
     return removed
 
 
