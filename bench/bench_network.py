@@ -34,6 +34,7 @@ bench/results-network.jsonl.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import shutil
@@ -70,6 +71,22 @@ def _env() -> dict[str, str]:
         [str(REPO), *filter(None, [os.environ.get("PYTHONPATH")])])}
 
 
+def _server_priority() -> None:
+    """The hosts stand for remote machines, which do not share our cores: at a higher
+    priority their arrival stamps are not late by a wait for a core (with both cores busy,
+    stamps were seen 9-19 ms late, making gaps look shorter than the delay).  Needs root;
+    without it the server runs at normal priority (the run records which)."""
+    with contextlib.suppress(OSError):
+        os.nice(-10)
+
+
+def _nice_of(pid: int) -> int | None:
+    try:
+        return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[16])
+    except (OSError, IndexError, ValueError):
+        return None
+
+
 class Server:
     """bench/slowhosts.py in its own process, for one run."""
 
@@ -80,7 +97,7 @@ class Server:
             [sys.executable, "-m", "bench.slowhosts", "--hosts", str(sc["hosts"]),
              "--pages", str(sc["pages"]), "--delay-ms", str(sc["delay_ms"]),
              "--port", str(PORT), "--log", str(self.log), "--ready", str(ready)],
-            cwd=REPO, env=_env())
+            cwd=REPO, env=_env(), preexec_fn=_server_priority)
         deadline = time.monotonic() + 120
         while not ready.exists():
             if self.proc.poll() is not None or time.monotonic() > deadline:
@@ -192,6 +209,7 @@ def one_run(tool: str, name: str, sc: dict[str, Any], rnd: int) -> dict[str, Any
     work = Path(tempfile.mkdtemp(prefix=f"bench-net-{name}-{tool}-"))
     try:
         srv = Server(work, sc)
+        srv_nice = _nice_of(srv.proc.pid)
         try:
             res = (run_ours if tool == "ours" else run_scrapy)(work, sc, srv.hosts)
         finally:
@@ -205,6 +223,7 @@ def one_run(tool: str, name: str, sc: dict[str, Any], rnd: int) -> dict[str, Any
             "cpu_seconds": round(res["cpu"], 2), "peak_rss_mib": round(res["rss_mib"], 1),
             "request_delay": sc["request_delay"], "delay_ms": sc["delay_ms"],
             "polite": polite, "loadavg_1m": round(os.getloadavg()[0], 2),
+            "server_nice": srv_nice,
             "scrapy": _version("scrapy") if tool == "scrapy" else None}
 
 
