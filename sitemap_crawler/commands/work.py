@@ -193,7 +193,8 @@ def run_sites(config_path: Path, sites: list[Site], workers: int) -> dict[str, C
     preload()
 
     method = "fork" if "fork" in mp.get_all_start_methods() else "spawn"
-    gates = {StateDir(s.state_dir).gate_root: StateDir(s.state_dir).gate_workers for s in sites}
+    states = [StateDir(s.state_dir) for s in sites]
+    gates = {st.gate_root: st.gate_workers for st in states}
     for root, gate_workers in gates.items():
         if not Observer(gate_workers, 0).known_workers():
             cleared = clear_blocks(root)  # nobody is running: old blocks are history
@@ -204,7 +205,7 @@ def run_sites(config_path: Path, sites: list[Site], workers: int) -> dict[str, C
     q = ctx.Queue()
     written = ctx.Value("q", 0)
     inboxes = [ctx.Queue() for _ in range(workers)]
-    total = sum(TicketQueue(StateDir(s.state_dir), "runner").remaining_urls() for s in sites)
+    total = sum(TicketQueue(st, "runner").remaining_urls() for st in states)
     procs = [ctx.Process(target=_child, args=(sites, stop, q, inboxes[i], written, os.getpid(),
                                               workers), name=f"worker-{i}")
              for i in range(workers)]
