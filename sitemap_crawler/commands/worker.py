@@ -395,7 +395,8 @@ class Worker:
                  fetched: Callable[[], None] | None = None) -> None:
         url = entry["url"]
         prior: dict[str, Any] = entry.get("prior") or {}
-        r = self._fetch(url, entry, prior, lambda: self._still_ours(c))
+        r = self._fetch(url, entry, prior, lambda: self._still_ours(c),
+                        full=c.data.get("full") is True)
         if fetched is not None:
             fetched()
         if r.outcome == "interrupted":
@@ -431,12 +432,13 @@ class Worker:
         return self.queue.owned(c)
 
     def _fetch(self, url: str, entry: dict[str, Any], prior: dict[str, Any],
-               ours: Callable[[], bool]) -> FetchResult:
-        """GET the page, conditionally when its host's validators are trusted.  An entry with
-        a ``markdown_url`` (an llms.txt ``.md`` twin, discover ``markdown_twins``) asks for
-        the twin first and keeps it if it is markdown or text; else the page as usual.
+               ours: Callable[[], bool], *, full: bool = False) -> FetchResult:
+        """GET the page, conditionally when its host's validators are trusted and the ticket
+        is not of a full round (tickets.py T10: a full round makes the markdown again).  An
+        entry with a ``markdown_url`` (an llms.txt ``.md`` twin, discover ``markdown_twins``)
+        asks for the twin first and keeps it if it is markdown or text; else the page.
         ``ours`` is W1 right before each request: nothing is sent for a lost ticket."""
-        trusted = self._trusts_validators(url, prior)
+        trusted = not full and self._trusts_validators(url, prior)
         twin = entry.get("markdown_url")
         if twin:
             same = trusted and prior.get("final_url") == twin

@@ -59,6 +59,11 @@ Invariants (see ../shared/netfs/README.md for why each primitive was chosen):
   of a host it is not busy with (commands/dispatch.py).  The tag is a hint for scheduling,
   never trusted for politeness: the gate is keyed by each URL's own host.  Ids without a tag
   (an older version's, or mixed hosts) are claimed like any other.
+* T10 (full rounds).  A ticket written by a full round the user asked for (``prepare
+  --full``, ``crawl_mode: full``, ``crawl_state.incremental: false``) carries ``"full":
+  true``: its URLs are fetched without ``If-None-Match``/``If-Modified-Since``, so their
+  markdown is made again.  The field travels with the ticket (hand back, reclaim, resume
+  copy it), so a full round interrupted and finished later stays full.
 * T6 (at-least-once). Every URL of a ticket is processed at least once; results (markdown
   files, journal records) are idempotent, so doing one twice is harmless.
 """
