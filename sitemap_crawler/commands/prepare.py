@@ -514,7 +514,10 @@ class _Prepare:
         if self.full or not queue.has_work():
             return None
         prepares = self.state.read_manifest().get("prepares") or []
-        at = prepares[-1].get("at") if prepares else None
+        last = prepares[-1] if prepares and isinstance(prepares[-1], dict) else {}
+        # the round began with the prepare that started it, not the last one that resumed it
+        # (a crawl interrupted twice would fetch the first run's pages again)
+        at = last.get("round_at") or last.get("at")
         return at if isinstance(at, str) else None
 
     def _refetch(self) -> bool:
@@ -704,6 +707,7 @@ class _Prepare:
         history = manifest.setdefault("prepares", [])
         history.append({k: v for k, v in asdict(self.res).items()
                         if k not in ("warnings", "removed_sample")}
-                       | {"at": self.now, "run": run, "warnings": self.res.warnings[:20]})
+                       | {"at": self.now, "run": run, "warnings": self.res.warnings[:20],
+                          "round_at": self.round_at or self.now})  # R1: when the round began
         del history[:-20]
         self.state.write_manifest(manifest)
