@@ -6,6 +6,7 @@ real 127.0.0.1 server whose request log is the judge."""
 
 from __future__ import annotations
 
+import json
 import re
 import signal
 from collections import Counter
@@ -49,6 +50,25 @@ def follow_config(tmp: Path, source: str, **settings: object) -> Path:
 def page_hits(srv: LocalServer, paths: list[str]) -> Counter[str]:
     known = set(paths)
     return Counter(r.path for r in srv.requests if r.path in known)
+
+
+def test_report_counts_every_url_and_progress_total_grows_with_links(server, tmp_path):
+    paths = layered_site(server)
+    assert len(paths) == 64
+    # one request every 0.2 s: the crawl lasts ~13 s, so a progress line (every 10 s) shows
+    cfg = follow_config(tmp_path, server.url("/"), request_delay=0.2)
+    r = cli(cfg, "crawl", "docs", "--workers", "2")
+    assert set(page_hits(server, paths)) == set(paths)
+    rep = json.loads(cli(cfg, "status", "docs", "--report", "--json").stdout)
+    assert rep["urls"] == 64 and rep["outcomes"] == {"new": 64}, rep
+    md = cli(cfg, "status", "docs", "--report").stdout
+    assert ": 64 URLs in " in md and "| new | 64 |" in md, md
+    lines = re.findall(r"docs: (\d+)/(\d+) URLs, [\d.]+ pages/s, \d+ workers, ETA (\S+)",
+                       r.stderr)
+    assert lines, r.stderr
+    for done, total, eta in lines:
+        assert int(done) <= int(total) and int(total) > 1, lines
+        assert eta == "?" or float(eta.rstrip("s")) >= 0, lines
 
 
 def test_a_crawl_interrupted_twice_fetches_no_page_again(server, tmp_path):

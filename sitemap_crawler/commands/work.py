@@ -138,7 +138,11 @@ def min_limits(sites: list[Site]) -> tuple[float, int]:
 
 
 class Display:
-    """rich progress on a terminal, a plain line every 10 s otherwise."""
+    """rich progress on a terminal, a plain line every 10 s otherwise.
+
+    The total is what the tickets held at the start plus the URLs link folds queued since
+    (``links_queued``), never less than what is done: link following finds its work as it
+    goes, so a total fixed at the start read ``278/1 URLs ... ETA -10s``."""
 
     def __init__(self, site: str, total: int) -> None:
         self.site, self.total, self.t0 = site, total, time.monotonic()
@@ -160,16 +164,17 @@ class Display:
 
     def update(self, totals: Counter[str], workers: int) -> None:
         done = totals["urls"]
+        total = max(self.total + totals["links_queued"], done)
         dt = max(1e-6, time.monotonic() - self.t0)
         rate = done / dt
         if self.progress is not None:
-            self.progress.update(self.task, completed=done,
+            self.progress.update(self.task, completed=done, total=total,
                                  rate=f"{rate:.1f} pages/s, {workers} workers")
         elif time.monotonic() - self.last_line >= 10:
             self.last_line = time.monotonic()
-            eta = (self.total - done) / rate if rate > 0 else float("inf")
+            eta = f"{(total - done) / rate:.0f}s" if rate > 0 else "?"
             log.info("%s: %d/%d URLs, %.1f pages/s, %d workers, ETA %s", self.site, done,
-                     self.total, rate, workers, f"{eta:.0f}s" if eta != float("inf") else "?")
+                     total, rate, workers, eta)
 
     def close(self) -> None:
         if self.progress is not None:

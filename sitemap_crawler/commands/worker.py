@@ -114,12 +114,15 @@ def frontier_for(site: Site, state: StateDir) -> Frontier:
 
 
 def fold_links(site: Site, state: StateDir, worker_id: str,
-               is_dead: Callable[[str], bool]) -> int:
+               is_dead: Callable[[str], bool], *, during_crawl: bool = False) -> int:
     """Fold every journal into the index and its links into tickets (F1); the number of new
-    URLs.  No journal is deleted here: workers are running."""
+    URLs.  No live worker's journal is deleted here; ``during_crawl`` (a worker's fold)
+    deletes none at all, not even a finished worker's: the crawl's report reads them all at
+    its end (commands/report.py)."""
     frontier = frontier_for(site, state)
     url_index.merge(state, worker_id, is_dead, lambda _w: False, site.base_dir, frontier,
-                    lock_timeout=site.settings.crawl_state.heartbeat_timeout)
+                    lock_timeout=site.settings.crawl_state.heartbeat_timeout,
+                    prune=not during_crawl)
     return frontier.added
 
 
@@ -712,13 +715,17 @@ class Worker:
         if sizes == self._folded_at:
             return False
         try:
-            added = fold_links(self.site, self.state, self.wid, self.observer.is_dead)
+            added = fold_links(self.site, self.state, self.wid, self.observer.is_dead,
+                               during_crawl=True)
         except CrawlError as e:  # the index lock is busy for long: look again next round
             log.info("link fold postponed: %s", e, extra={"worker": self.wid})
             return False
         self._folded_at = sizes
         self.found_work = self.found_work or added > 0  # the dispatcher looks at once
         if added:
+            with self._lock:  # the progress line's total grows with them (work.py Display)
+                self.stats["links_queued"] += added
+                self._count(Counter({"links_queued": added}))
             log.info("%d new URL(s) found by following links", added,
                      extra={"worker": self.wid})
         return added > 0
