@@ -181,6 +181,45 @@ class Display:
             self.progress.stop()
 
 
+def work_here(site: Site) -> Counter[str]:
+    """One worker in this process (``api.work(workers=0)``, a notebook), with the limits
+    ``run_sites`` honours: ``max_duration`` and ``max_total_size`` stop it as a Ctrl+C
+    would (in-flight URLs finish, tickets go back with their progress) and the totals,
+    manifest and report say ``stopped``."""
+    from sitemap_crawler.commands.worker import Worker
+
+    limits = min_limits([site])
+    max_duration, max_total_size = limits
+    stop = threading.Event()
+    lock = threading.Lock()
+    written = [0]
+
+    def tally(delta: Counter[str]) -> None:  # after every URL, from the fetch threads
+        with lock:
+            written[0] += delta["written"]
+            if max_total_size and written[0] >= max_total_size:
+                stop.set()
+
+    timer = threading.Timer(max_duration, stop.set) if max_duration else None
+    t0 = time.monotonic()
+    if timer is not None:
+        timer.daemon = True
+        timer.start()
+    try:
+        totals = Worker(site, new_worker_id(), stop, tally=tally).run()
+    finally:
+        if timer is not None:
+            timer.cancel()
+    totals["seconds"] = round(time.monotonic() - t0, 3)  # type: ignore[assignment]
+    stopped = _limit_reached(limits, time.monotonic() - t0, written[0]) if stop.is_set() \
+        else ""
+    if stopped:
+        totals["stopped"] = stopped  # type: ignore[assignment]
+        log.warning("%s: %s reached: the rest waits for the next run", site.name, stopped)
+    finish_crawl(site, totals, interrupted=False)
+    return totals
+
+
 def run_site(config_path: Path, site: Site, workers: int) -> Counter[str]:
     """Run ``workers`` processes on ``site`` until no work is left (or a stop)."""
     return run_sites(config_path, [site], workers)[site.name]
