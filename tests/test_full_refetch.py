@@ -85,3 +85,9 @@ def test_prepare_full_then_work_and_incremental_false_send_no_validators(server,
     got = pages(server, n)
     assert len(got) == N and conditional(got) == [], [r.headers for r in got]
     assert md_state(out) == before
+    # URLs an earlier prepare queued are not queued again: the user is told how they go
+    data["settings"]["crawl_state"]["incremental"] = True
+    cfg.write_text(yaml.safe_dump(data))
+    cli(cfg, "prepare", "docs")
+    r = cli(cfg, "prepare", "docs", "--full")
+    assert f"{N} URLs were already queued by an earlier prepare" in r.stderr, r.stderr

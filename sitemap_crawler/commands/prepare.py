@@ -435,6 +435,10 @@ class _Prepare:
         res.sitemaps_read = stats.sitemaps_read
         res.sitemaps_not_modified = stats.not_modified
         res.warnings = list(stats.errors) + res.warnings
+        if res.already_queued and tickets.full:
+            res.warnings.append(f"{res.already_queued} URLs were already queued by an earlier "
+                                "prepare and are fetched as it said: with validators unless "
+                                "it was a full one too")
         if res.over_limit:
             res.warnings.append(f"max_urls_per_site={self.s.max_urls_per_site} reached: "
                                 f"{res.over_limit} URLs left out")
