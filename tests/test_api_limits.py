@@ -36,7 +36,7 @@ def test_api_work_stops_at_max_duration_and_the_next_call_finishes(server, tmp_p
     totals = sc.work(site)
     took = time.monotonic() - t0
     assert totals["stopped"] == "max_duration", totals
-    assert took < 3 and 0 < totals["urls"] < N, (took, totals)
+    assert took < 4 and 0 < totals["urls"] < N, (took, totals)  # the whole crawl: ~6 s
     st = sc.status(site)
     assert st["urls_remaining"] == N - totals["urls"], st
     # the limit is the site's: a config without it finishes the rest, each page once
