@@ -9,8 +9,9 @@ mount A, ../shared/netfs) and each number N of pending tickets (one URL each, sp
 after another through ``TicketQueue.claim`` with the dispatcher's kind of rank (a host it
 holds is not wanted again), and prints the time of the first claim (which lists ``pending/``),
 the mean and median of the others, and the listings of ``pending/`` it made.  The tickets
-are written once per (dir, N) and put back between rounds.  ``--pythonpath`` runs the claiming process from another checkout (a
-before/after comparison at an older commit).  One JSON line per (dir, N, round).
+are written once per (dir, N) and put back between rounds.  ``--pythonpath`` runs the
+claiming process from another checkout (a before/after comparison at an older commit).
+One JSON line per (dir, N, round).
 """
 
 from __future__ import annotations

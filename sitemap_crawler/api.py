@@ -17,17 +17,16 @@ May import every room; nothing in the package imports it but the CLI and ``__ini
 
 from __future__ import annotations
 
-import threading
 from collections import Counter
 from pathlib import Path
 from typing import Any
 
 from sitemap_crawler.commands.export import export as _export
 from sitemap_crawler.commands.status import site_status
-from sitemap_crawler.commands.work import finish_crawl, run_site
+from sitemap_crawler.commands.work import run_site, work_here
 from sitemap_crawler.config import Config, Site, parse_config
 from sitemap_crawler.errors import UserError
-from sitemap_crawler.protocol.state import StateDir, new_worker_id
+from sitemap_crawler.protocol.state import StateDir
 
 
 def config_from_dict(data: dict[str, Any], directory: Path | None = None) -> Config:
@@ -41,17 +40,15 @@ def work(site: Site, *, workers: int = 0, config: Config | None = None) -> Count
 
     ``workers=0`` runs one worker in this process (a notebook: no processes to manage).
     ``workers=N`` starts N processes, which read their settings from ``config``'s file
-    (so workers on other machines can run the same file).
+    (so workers on other machines can run the same file).  Either way ``max_duration``
+    and ``max_total_size`` stop the work as in the CLI: the totals then hold ``stopped``,
+    and the next call goes on from there.
     """
     if workers < 0:
         raise UserError("workers: must be 0 (in this process) or more")
     if workers == 0:
-        from sitemap_crawler.commands.worker import Worker
-
         StateDir(site.state_dir).ensure()
-        totals = Worker(site, new_worker_id(), threading.Event()).run()
-        finish_crawl(site, totals, interrupted=False)
-        return totals
+        return work_here(site)  # max_duration and max_total_size hold here too
     if config is None or not config.path.is_file():
         raise UserError("work(workers=N) needs the Config loaded from a file (load_config), "
                         "which the worker processes read; use workers=0 for a config built "

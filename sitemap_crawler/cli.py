@@ -106,8 +106,8 @@ def prepare(
     site: Annotated[str, typer.Argument(help="Site name from config.yaml.")],
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Discover and count; write "
                                           "nothing.")] = False,
-    full: Annotated[bool, typer.Option("--full", help="Queue every URL, even fresh ones.")]
-    = False,
+    full: Annotated[bool, typer.Option("--full", help="Queue every URL, even fresh ones, and "
+                                       "fetch each without validators (no 304).")] = False,
 ) -> None:
     """Discover a site's URLs (sitemaps, robots.txt, llms.txt), filter them, write tickets."""
     from sitemap_crawler.commands.prepare import prepare as do_prepare
@@ -343,7 +343,8 @@ def work(
 def crawl(
     site: Annotated[str, typer.Argument(help="Site name from config.yaml.")],
     workers: Annotated[int, typer.Option("--workers", "-w", help=WORKERS_HELP)] = DEFAULT_WORKERS,
-    full: Annotated[bool, typer.Option("--full", help="Re-fetch every URL.")] = False,
+    full: Annotated[bool, typer.Option("--full", help="Re-fetch every URL in full "
+                                       "(no 304).")] = False,
 ) -> None:
     """prepare + work for one site."""
     raise typer.Exit(_work([site], workers,
@@ -353,7 +354,8 @@ def crawl(
 @app.command("crawl-all")
 def crawl_all(
     workers: Annotated[int, typer.Option("--workers", "-w", help=WORKERS_HELP)] = DEFAULT_WORKERS,
-    full: Annotated[bool, typer.Option("--full", help="Re-fetch every URL.")] = False,
+    full: Annotated[bool, typer.Option("--full", help="Re-fetch every URL in full "
+                                       "(no 304).")] = False,
 ) -> None:
     """prepare + work for every configured site."""
     sites = Ctx.config().sites

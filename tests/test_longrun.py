@@ -324,7 +324,7 @@ def test_crawl_report_written_at_the_end_and_shown_by_status(tmp_path):
         assert cli(cfg, "status", "docs", "--report").stdout.strip() == md.strip()
         assert json.loads(cli(cfg, "status", "docs", "--report", "--json").stdout) == rep
         # a re-crawl answered by 304s: the report says what they saved
-        cli(cfg, "crawl", "docs", "-w", "2", "--full")
+        cli(cfg, "crawl", "docs", "-w", "2")
         rep2 = json.loads(cli(cfg, "status", "docs", "--report", "--json").stdout)
         assert rep2["conditional"]["not_modified"] == 6
         assert rep2["conditional"]["bytes_saved"] > 6 * 1000

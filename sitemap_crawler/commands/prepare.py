@@ -214,8 +214,9 @@ class _Tickets:
     """
 
     def __init__(self, site: Site, queue: TicketQueue, res: PrepareResult, now: str, *,
-                 hold: bool = False) -> None:
+                 hold: bool = False, full: bool = False) -> None:
         self.site, self.queue, self.res, self.now = site, queue, res, now
+        self.full = full  # tickets.py T11: the worker sends no validators for these URLs
         self.size = site.settings.crawl_state.ticket_size
         self.run = time.strftime("%Y%m%dT%H%M%S", time.gmtime()) + secrets.token_hex(2)
         self.batch: list[dict[str, Any]] = []
@@ -275,12 +276,15 @@ class _Tickets:
                 self.res.tickets += 1
             if self.res.dry_run:
                 continue
-            self.queue.add({
+            ticket: dict[str, Any] = {
                 "ticket_id": f"{self.run}-{self.written:05d}{HOST_MARK}{tag}",
                 "site": self.site.name, "created_at": self.now, "last_seen": self.now,
                 "gen": 0, "urls": group, "size": len(group), "claimed_by": None,
                 "claimed_at": None, "completed_at": None,
-                "progress": {"total": len(group), "success": 0, "failed": 0, "skipped": 0}})
+                "progress": {"total": len(group), "success": 0, "failed": 0, "skipped": 0}}
+            if self.full:
+                ticket["full"] = True
+            self.queue.add(ticket)
 
 
 class _Excluded:
@@ -388,7 +392,8 @@ class _Prepare:
                   progress: Callable[[str], None] | None, res: PrepareResult, dry_run: bool,
                   queue: TicketQueue) -> None:
         planner = Planner(self.s, full=self._full_crawl(idx))
-        tickets = _Tickets(self.site, queue, res, self.now, hold=self.rules is not None)
+        tickets = _Tickets(self.site, queue, res, self.now, hold=self.rules is not None,
+                           full=self._refetch())
         stats = DiscoveryStats(on_drop=self.excluded.add)
         cache = (SitemapCache(self.state.root / "sitemaps")
                  if self.s.cache_sitemaps and not dry_run else None)
@@ -430,6 +435,10 @@ class _Prepare:
         res.sitemaps_read = stats.sitemaps_read
         res.sitemaps_not_modified = stats.not_modified
         res.warnings = list(stats.errors) + res.warnings
+        if res.already_queued and tickets.full:
+            res.warnings.append(f"{res.already_queued} URLs were already queued by an earlier "
+                                "prepare and are fetched as it said: with validators unless "
+                                "it was a full one too")
         if res.over_limit:
             res.warnings.append(f"max_urls_per_site={self.s.max_urls_per_site} reached: "
                                 f"{res.over_limit} URLs left out")
@@ -509,8 +518,20 @@ class _Prepare:
         if self.full or not queue.has_work():
             return None
         prepares = self.state.read_manifest().get("prepares") or []
-        at = prepares[-1].get("at") if prepares else None
+        last = prepares[-1] if prepares and isinstance(prepares[-1], dict) else {}
+        # the round began with the prepare that started it, not the last one that resumed it
+        # (a crawl interrupted twice would fetch the first run's pages again)
+        at = last.get("round_at") or last.get("at")
         return at if isinstance(at, str) else None
+
+    def _refetch(self) -> bool:
+        """A full round the user asked for (``--full``, ``crawl_mode: full``,
+        ``crawl_state.incremental: false``): its URLs are fetched without validators, so
+        the markdown is made again (after a converter upgrade, say); a file is still only
+        rewritten when its content changed.  A full round that smart mode chose keeps its
+        conditional requests: it only queues everything (tickets.py T11)."""
+        s = self.s
+        return self.full or s.crawl_mode == "full" or not s.crawl_state.incremental
 
     def _full_crawl(self, idx: dict[str, dict[str, Any]]) -> bool:
         """--full, or crawl_mode smart whose sample says that enough changed."""
@@ -690,6 +711,7 @@ class _Prepare:
         history = manifest.setdefault("prepares", [])
         history.append({k: v for k, v in asdict(self.res).items()
                         if k not in ("warnings", "removed_sample")}
-                       | {"at": self.now, "run": run, "warnings": self.res.warnings[:20]})
+                       | {"at": self.now, "run": run, "warnings": self.res.warnings[:20],
+                          "round_at": self.round_at or self.now})  # R1: when the round began
         del history[:-20]
         self.state.write_manifest(manifest)

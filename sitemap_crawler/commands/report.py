@@ -5,7 +5,9 @@ Written into the state directory at the end of every crawl (``work``), shown aga
 outcome, reason, status, bytes and time; the last record of a URL wins), the crawl's totals
 (bytes saved by conditional requests) and the hosts' block files (rate limits, backoffs and
 give-ups the fetcher shared with every worker).  Read before the journals are folded into
-url-index.json, because the index keeps no timings.
+url-index.json, because the index keeps no timings.  The link folds of a link-following
+crawl delete no journal while it runs (worker.fold_links), so its report counts every URL
+of the run too, not only those of the workers still running at its end.
 """
 
 from __future__ import annotations

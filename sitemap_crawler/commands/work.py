@@ -138,7 +138,11 @@ def min_limits(sites: list[Site]) -> tuple[float, int]:
 
 
 class Display:
-    """rich progress on a terminal, a plain line every 10 s otherwise."""
+    """rich progress on a terminal, a plain line every 10 s otherwise.
+
+    The total is what the tickets held at the start plus the URLs link folds queued since
+    (``links_queued``), never less than what is done: link following finds its work as it
+    goes, so a total fixed at the start read ``278/1 URLs ... ETA -10s``."""
 
     def __init__(self, site: str, total: int) -> None:
         self.site, self.total, self.t0 = site, total, time.monotonic()
@@ -160,20 +164,60 @@ class Display:
 
     def update(self, totals: Counter[str], workers: int) -> None:
         done = totals["urls"]
+        total = max(self.total + totals["links_queued"], done)
         dt = max(1e-6, time.monotonic() - self.t0)
         rate = done / dt
         if self.progress is not None:
-            self.progress.update(self.task, completed=done,
+            self.progress.update(self.task, completed=done, total=total,
                                  rate=f"{rate:.1f} pages/s, {workers} workers")
         elif time.monotonic() - self.last_line >= 10:
             self.last_line = time.monotonic()
-            eta = (self.total - done) / rate if rate > 0 else float("inf")
+            eta = f"{(total - done) / rate:.0f}s" if rate > 0 else "?"
             log.info("%s: %d/%d URLs, %.1f pages/s, %d workers, ETA %s", self.site, done,
-                     self.total, rate, workers, f"{eta:.0f}s" if eta != float("inf") else "?")
+                     total, rate, workers, eta)
 
     def close(self) -> None:
         if self.progress is not None:
             self.progress.stop()
+
+
+def work_here(site: Site) -> Counter[str]:
+    """One worker in this process (``api.work(workers=0)``, a notebook), with the limits
+    ``run_sites`` honours: ``max_duration`` and ``max_total_size`` stop it as a Ctrl+C
+    would (in-flight URLs finish, tickets go back with their progress) and the totals,
+    manifest and report say ``stopped``."""
+    from sitemap_crawler.commands.worker import Worker
+
+    limits = min_limits([site])
+    max_duration, max_total_size = limits
+    stop = threading.Event()
+    lock = threading.Lock()
+    written = [0]
+
+    def tally(delta: Counter[str]) -> None:  # after every URL, from the fetch threads
+        with lock:
+            written[0] += delta["written"]
+            if max_total_size and written[0] >= max_total_size:
+                stop.set()
+
+    timer = threading.Timer(max_duration, stop.set) if max_duration else None
+    t0 = time.monotonic()
+    if timer is not None:
+        timer.daemon = True
+        timer.start()
+    try:
+        totals = Worker(site, new_worker_id(), stop, tally=tally).run()
+    finally:
+        if timer is not None:
+            timer.cancel()
+    totals["seconds"] = round(time.monotonic() - t0, 3)  # type: ignore[assignment]
+    stopped = _limit_reached(limits, time.monotonic() - t0, written[0]) if stop.is_set() \
+        else ""
+    if stopped:
+        totals["stopped"] = stopped  # type: ignore[assignment]
+        log.warning("%s: %s reached: the rest waits for the next run", site.name, stopped)
+    finish_crawl(site, totals, interrupted=False)
+    return totals
 
 
 def run_site(config_path: Path, site: Site, workers: int) -> Counter[str]:

@@ -114,12 +114,15 @@ def frontier_for(site: Site, state: StateDir) -> Frontier:
 
 
 def fold_links(site: Site, state: StateDir, worker_id: str,
-               is_dead: Callable[[str], bool]) -> int:
+               is_dead: Callable[[str], bool], *, during_crawl: bool = False) -> int:
     """Fold every journal into the index and its links into tickets (F1); the number of new
-    URLs.  No journal is deleted here: workers are running."""
+    URLs.  No live worker's journal is deleted here; ``during_crawl`` (a worker's fold)
+    deletes none at all, not even a finished worker's: the crawl's report reads them all at
+    its end (commands/report.py)."""
     frontier = frontier_for(site, state)
     url_index.merge(state, worker_id, is_dead, lambda _w: False, site.base_dir, frontier,
-                    lock_timeout=site.settings.crawl_state.heartbeat_timeout)
+                    lock_timeout=site.settings.crawl_state.heartbeat_timeout,
+                    prune=not during_crawl)
     return frontier.added
 
 
@@ -400,7 +403,8 @@ class Worker:
                  fetched: Callable[[], None] | None = None) -> None:
         url = entry["url"]
         prior: dict[str, Any] = entry.get("prior") or {}
-        r = self._fetch(url, entry, prior, lambda: self._still_ours(c))
+        r = self._fetch(url, entry, prior, lambda: self._still_ours(c),
+                        full=c.data.get("full") is True)
         if fetched is not None:
             fetched()
         if r.outcome == "interrupted":
@@ -436,12 +440,13 @@ class Worker:
         return self.queue.owned(c)
 
     def _fetch(self, url: str, entry: dict[str, Any], prior: dict[str, Any],
-               ours: Callable[[], bool]) -> FetchResult:
-        """GET the page, conditionally when its host's validators are trusted.  An entry with
-        a ``markdown_url`` (an llms.txt ``.md`` twin, discover ``markdown_twins``) asks for
-        the twin first and keeps it if it is markdown or text; else the page as usual.
+               ours: Callable[[], bool], *, full: bool = False) -> FetchResult:
+        """GET the page, conditionally when its host's validators are trusted and the ticket
+        is not of a full round (tickets.py T11: a full round makes the markdown again).  An
+        entry with a ``markdown_url`` (an llms.txt ``.md`` twin, discover ``markdown_twins``)
+        asks for the twin first and keeps it if it is markdown or text; else the page.
         ``ours`` is W1 right before each request: nothing is sent for a lost ticket."""
-        trusted = self._trusts_validators(url, prior)
+        trusted = not full and self._trusts_validators(url, prior)
         twin = entry.get("markdown_url")
         if twin:
             same = trusted and prior.get("final_url") == twin
@@ -715,13 +720,17 @@ class Worker:
         if sizes == self._folded_at:
             return False
         try:
-            added = fold_links(self.site, self.state, self.wid, self.observer.is_dead)
+            added = fold_links(self.site, self.state, self.wid, self.observer.is_dead,
+                               during_crawl=True)
         except CrawlError as e:  # the index lock is busy for long: look again next round
             log.info("link fold postponed: %s", e, extra={"worker": self.wid})
             return False
         self._folded_at = sizes
         self.found_work = self.found_work or added > 0  # the dispatcher looks at once
         if added:
+            with self._lock:  # the progress line's total grows with them (work.py Display)
+                self.stats["links_queued"] += added
+                self._count(Counter({"links_queued": added}))
             log.info("%d new URL(s) found by following links", added,
                      extra={"worker": self.wid})
         return added > 0

@@ -342,8 +342,10 @@ def rebuild_from_outputs(output_dir: Path) -> Index:
 
 def merge(state: StateDir, worker_id: str, is_dead: Callable[[str], bool],
           is_gone: Callable[[str], bool], output_dir: Path | None = None,
-          frontier: Frontier | None = None, *, lock_timeout: float = 60.0) -> int:
-    """Fold every journal into a new segment; delete what J2 and H7 allow.
+          frontier: Frontier | None = None, *, lock_timeout: float = 60.0,
+          prune: bool = True) -> int:
+    """Fold every journal into a new segment; delete what J2 and H7 allow (nothing when not
+    ``prune``: a link fold during a crawl leaves every journal to the crawl's report).
 
     Without a frontier the base is not even read: the cost is that of the journals.
     ``is_gone(worker)`` says a journal will not grow any more (its worker is dead), so it can
@@ -352,7 +354,8 @@ def merge(state: StateDir, worker_id: str, is_dead: Callable[[str], bool],
     With a ``frontier`` (link following), the records' links become tickets in the same
     fold (protocol/frontier.py, F1-F2).  Returns the number of journal records applied.
     """
-    return _merge(state, worker_id, is_gone, output_dir, lock_timeout, frontier)[0]
+    return _merge(state, worker_id, is_gone if prune else None, output_dir, lock_timeout,
+                  frontier)[0]
 
 
 def merged_index(state: StateDir, worker_id: str, is_dead: Callable[[str], bool],
@@ -364,7 +367,7 @@ def merged_index(state: StateDir, worker_id: str, is_dead: Callable[[str], bool]
     return idx
 
 
-def _merge(state: StateDir, worker_id: str, is_gone: Callable[[str], bool],
+def _merge(state: StateDir, worker_id: str, is_gone: Callable[[str], bool] | None,
            output_dir: Path | None, lock_timeout: float, frontier: Frontier | None = None,
            *, view: bool = False) -> tuple[int, Index | None]:
     with _index_lock(state, worker_id, lock_timeout) as lock:
@@ -421,7 +424,8 @@ def _merge(state: StateDir, worker_id: str, is_gone: Callable[[str], bool],
             if intent is not None:
                 frontier.commit(intent)
         _maintain(state, output_dir, lock.check, v, written)
-        prune_journals(state, files, is_gone, lock.check)
+        if is_gone is not None:
+            prune_journals(state, files, is_gone, lock.check)
         if cached is not None:
             cached.keep()  # only after every write succeeded: else the next fold reads anew
         return applied, (v.idx if v is not None else None)

@@ -70,6 +70,11 @@ Invariants (see ../shared/netfs/README.md for why each primitive was chosen):
   name the view has not seen yet is seen at the next listing, the same as with a share's
   lagging listings (../shared/netfs/README.md: up to 20 s on sshfs).  What this queue writes
   into ``pending/`` itself (hand back, reclaim, add) enters its view at once.
+* T11 (full rounds).  A ticket written by a full round the user asked for (``prepare
+  --full``, ``crawl_mode: full``, ``crawl_state.incremental: false``) carries ``"full":
+  true``: its URLs are fetched without ``If-None-Match``/``If-Modified-Since``, so their
+  markdown is made again.  The field travels with the ticket (hand back, reclaim, resume
+  copy it), so a full round interrupted and finished later stays full.
 * T6 (at-least-once). Every URL of a ticket is processed at least once; results (markdown
   files, journal records) are idempotent, so doing one twice is harmless.
 """
