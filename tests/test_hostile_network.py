@@ -110,6 +110,34 @@ def test_a_page_redirect_to_another_port_of_its_host_is_refused(server, tmp_path
     assert rows[urls[0]][0] == "written"
 
 
+# -- 10: discovery adopts a host only from an answer that is what was asked for ------------
+
+def test_a_probe_redirected_to_another_host_adopts_it_only_for_a_sitemap(tmp_path):
+    with LocalServer("127.0.0.2") as site, LocalServer("127.0.0.3") as other:
+        other.route("/", Response(body=page_html(1)))  # an HTML page: not a sitemap
+        other.route("/sm.xml", Response(body=_urlset([other.url("/leak.html")]),
+                                        content_type="application/xml"))
+        other.route("/leak.html", Response(body=page_html(2)))
+        site.route("/sitemap.xml", _redirect(other.url("/")))
+        site.route("/sitemap_index.xml", Response(
+            body='<sitemapindex xmlns="http://www.sitemaps.org/schemas/sitemap/0.9"><sitemap>'
+                 f'<loc>{other.url("/sm.xml")}</loc></sitemap></sitemapindex>',
+            content_type="application/xml"))
+        # the address policy lets both through: only the host rule is tested here
+        cfg = write_config(tmp_path, site.url("/"), allow_networks=["127.0.0.0/8"])
+        r = cli(cfg, "prepare", "docs", check=False)
+        assert other.hits("/sm.xml") == [], r.stdout + r.stderr
+        assert "child sitemap on another host skipped" in r.stdout + r.stderr
+        # a real move is still followed: the answer is a sitemap
+        site.route("/sitemap.xml", _redirect(other.url("/sm.xml")))
+        cfg = write_config(tmp_path, site.url("/"), allow_networks=["127.0.0.0/8"],
+                           name="moved")
+        cli(cfg, "prepare", "moved")
+        assert len(other.hits("/sm.xml")) == 1
+    pending = tmp_path / "out" / ".crawl-state" / "moved" / "tickets" / "pending"
+    assert other.url("/leak.html") in "".join(p.read_text() for p in pending.iterdir())
+
+
 # -- 13: a deadline per request, and stops that reach a download ---------------------------
 
 def test_a_dripping_page_is_cut_at_the_deadline(server, tmp_path):
