@@ -68,7 +68,12 @@ from sitemap_crawler.fetch.decoding import (
     UnsupportedEncoding,
     decoded,
 )
-from sitemap_crawler.fetch.netguard import BlockedAddress, DeadlineExceeded, guarded_transport
+from sitemap_crawler.fetch.netguard import (
+    AddressPolicy,
+    BlockedAddress,
+    DeadlineExceeded,
+    guarded_transport,
+)
 from sitemap_crawler.fetch.robots import RobotsCache
 from sitemap_crawler.protocol.hostgate import (
     HostGate,
@@ -258,13 +263,14 @@ class Fetcher:
         self.allowed_hosts = {h.lower() for h in allowed_hosts} if allowed_hosts else None
         self.sources = tuple(sources)
         self.scheme_ports = {sp for src in sources for sp in scheme_ports(src)}
+        self.policy = AddressPolicy.for_site(settings, sources)  # F8, netguard.py
         self.backoff_base = backoff_base
         self.client = httpx.Client(
             headers={"User-Agent": settings.user_agent, "Accept": ACCEPT,
                      "Accept-Encoding": ACCEPT_ENCODING},
             timeout=httpx.Timeout(settings.timeout, connect=settings.connect_timeout),
             follow_redirects=False,
-            transport=guarded_transport(settings, sources, ssl_context(), stop),
+            transport=guarded_transport(settings, sources, ssl_context(), stop, self.policy),
         )
         self.robots = RobotsCache(self.client, settings, guard=self._robots_guard,
                                   error_ttl=robots_error_ttl, store=robots_store)

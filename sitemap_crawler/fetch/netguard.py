@@ -110,6 +110,11 @@ class AddressPolicy:
                       for n in settings.allow_networks)
         return cls(allow, frozenset(own))
 
+    def address_for(self, host: str) -> str | None:
+        """An address of ``host`` the policy allows (for a client that resolves names
+        itself: it is told to use this one), or None."""
+        return next((str(ip) for ip in _resolve(host) if self.refusal(str(ip)) is None), None)
+
     def refusal(self, address: str) -> str | None:
         """Why a connection to ``address`` is refused, or None when it may go ahead."""
         ip = _plain(address)
@@ -325,7 +330,9 @@ class GuardedTransport(httpx.HTTPTransport):
 
 
 def guarded_transport(settings: Settings, sources: Sequence[str], verify: ssl.SSLContext,
-                      stop: threading.Event | None = None) -> GuardedTransport:
+                      stop: threading.Event | None = None,
+                      policy: AddressPolicy | None = None) -> GuardedTransport:
     """The transport of a site's clients: its policy (from ``sources``) and deadline."""
-    return GuardedTransport(settings, AddressPolicy.for_site(settings, sources), verify=verify,
-                            stop=stop)
+    if policy is None:
+        policy = AddressPolicy.for_site(settings, sources)
+    return GuardedTransport(settings, policy, verify=verify, stop=stop)
