@@ -17,8 +17,9 @@ answer differently), and checks the socket's peer address once more.
   networks: a site on 127.0.0.2 may not reach 127.0.0.1, and a site on a public address may
   reach no private one.  Ports are not part of it: page redirects compare scheme, host and
   port (client.py), and a public site cannot name a loopback address to begin with.
-* A refused connection raises :class:`BlockedAddress` (reason ``blocked_address``); with an
-  HTTP proxy in the environment the proxy connects, and only it is checked.
+* A refused connection raises :class:`BlockedAddress` (reason ``blocked_address``).
+  Proxies from the environment (``HTTP_PROXY``) are not used (httpx ignores them for a
+  client with its own transport): a proxy would connect where we cannot check.
 
 **Deadline.**  httpx's timeouts bound the connect and each gap between two reads: a server
 that drips a byte a second never trips them.  Each request through
