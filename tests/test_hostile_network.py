@@ -179,10 +179,12 @@ def test_a_dripping_robots_txt_does_not_hold_the_host(server, tmp_path):
     assert _rows(cfg, tmp_path)[urls[0]][1] == "robots_unavailable"
 
 
-@pytest.mark.parametrize("how", ["sigint", "max_duration"])
+@pytest.mark.parametrize("how", ["sigint", "sigint-silent", "max_duration"])
 def test_a_stop_reaches_a_download_in_progress(server, tmp_path, how):
+    """A drip, or a server that says nothing for 25 s (within the 30 s read timeout)."""
     urls = doc_site(server, 1)
-    server.route("/docs/page-0.html", Response(body=page_html(0), **DRIP))
+    server.route("/docs/page-0.html", Response(body=page_html(0), **DRIP)
+                 if how != "sigint-silent" else Response(body=page_html(0), delay=25))
     extra = {"max_duration": 2} if how == "max_duration" else {}
     cfg = write_config(tmp_path, server.url("/sitemap.xml"), request_deadline=600, **extra)
     cli(cfg, "prepare", "docs")
