@@ -404,8 +404,10 @@ class Fetcher:
                 self._end(res, "skipped", "robots")
                 return _Try(final=True)
             if verdict == "unavailable":
-                if (self.robots.entry(url).error or "").startswith(BlockedAddress.__name__):
-                    self._end(res, "permanent", "blocked_address")  # F8: the host is refused
+                error = self.robots.entry(url).error or ""
+                if error.startswith(BlockedAddress.__name__):  # F8: the host is refused
+                    log.warning("%s: refused: robots.txt: %s", url, error.split(": ", 1)[1])
+                    self._end(res, "permanent", "blocked_address")
                     return _Try(final=True)
                 return _Try(reason="robots_unavailable")
             delay = s.delay_for(self.robots.crawl_delay(url))

@@ -34,7 +34,6 @@ client.py F5) the read raises ``Interrupted``.
 from __future__ import annotations
 
 import ipaddress
-import logging
 import socket
 import ssl
 import threading
@@ -49,8 +48,6 @@ import httpx
 
 from sitemap_crawler.config import Settings
 from sitemap_crawler.protocol.hostgate import Interrupted
-
-log = logging.getLogger(__name__)
 
 SLICE = 0.5  # seconds one socket wait lasts before the deadline and the stop are looked at
 STOP_GRACE = 1.0  # seconds a body may go on arriving after a stop before it is cut
@@ -264,9 +261,7 @@ class GuardedBackend(httpcore.NetworkBackend):
             return GuardedStream(stream)
         if failed is not None:
             raise failed
-        if refused is not None:
-            log.warning("refused to connect to %s: %s is %s (address policy)", host,
-                        refused.address, refused.why)
+        if refused is not None:  # the caller logs it with the URL
             raise refused
         raise httpcore.ConnectError(f"{host}: no address")
 
