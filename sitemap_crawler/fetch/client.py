@@ -226,19 +226,8 @@ def _canon(url: str) -> str:
 _DEFAULT_PORTS = {("http", 80), ("https", 443)}
 
 
-def scheme_ports(url: str) -> set[tuple[str, int]]:
-    """The (scheme, port) pairs a redirect from ``url`` may keep (F9): its own, and for a
-    default port the other scheme's default (http -> https upgrades, and back)."""
-    p = urlsplit(url)
-    scheme = p.scheme.lower()
-    try:
-        port = p.port or (443 if scheme == "https" else 80)
-    except ValueError:
-        return set()
-    return set(_DEFAULT_PORTS) if (scheme, port) in _DEFAULT_PORTS else {(scheme, port)}
-
-
 def _origin(url: str) -> tuple[str, str, int] | None:
+    """(scheme, host, port) with the scheme's default port filled in; None for a bad port."""
     p = urlsplit(url)
     scheme = p.scheme.lower()
     try:
@@ -248,8 +237,18 @@ def _origin(url: str) -> tuple[str, str, int] | None:
     return scheme, (p.hostname or "").lower(), port
 
 
+def scheme_ports(url: str) -> set[tuple[str, int]]:
+    """The (scheme, port) pairs a redirect from ``url`` may keep (F9): its own, and for a
+    default port the other scheme's default (http -> https upgrades, and back)."""
+    origin = _origin(url)
+    if origin is None:
+        return set()
+    pair = (origin[0], origin[2])
+    return set(_DEFAULT_PORTS) if pair in _DEFAULT_PORTS else {pair}
+
+
 class Fetcher:
-    """Fetch pages politely; see F1–F6."""
+    """Fetch pages politely; see F1–F9."""
 
     def __init__(self, settings: Settings, *, gate: HostGate, stop: threading.Event,
                  allowed_hosts: set[str] | None = None, robots_error_ttl: float = 60.0,
@@ -261,7 +260,6 @@ class Fetcher:
         self.gate = gate
         self.stop = stop
         self.allowed_hosts = {h.lower() for h in allowed_hosts} if allowed_hosts else None
-        self.sources = tuple(sources)
         self.scheme_ports = {sp for src in sources for sp in scheme_ports(src)}
         self.policy = AddressPolicy.for_site(settings, sources)  # F8, netguard.py
         self.backoff_base = backoff_base
