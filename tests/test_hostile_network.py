@@ -150,7 +150,7 @@ def test_a_dripping_page_is_cut_at_the_deadline(server, tmp_path):
     rows = _rows(cfg, tmp_path)
     assert rows[urls[1]][1] == "deadline", rows[urls[1]]
     assert rows[urls[0]][0] == "written"
-    assert took < 15, took  # the drip alone takes 30 s
+    assert took < 20, took  # the drip alone takes 30 s (bounds leave room for a busy machine)
 
 
 def test_a_dripping_sitemap_fails_prepare_at_the_deadline(server, tmp_path):
@@ -161,7 +161,7 @@ def test_a_dripping_sitemap_fails_prepare_at_the_deadline(server, tmp_path):
     cfg = write_config(tmp_path, server.url("/sitemap.xml"), request_deadline=1.5)
     t0 = time.monotonic()
     r = cli(cfg, "prepare", "docs", check=False, timeout=60)
-    assert time.monotonic() - t0 < 15
+    assert time.monotonic() - t0 < 20
     assert r.returncode != 0 and "deadline" in r.stderr, r.stderr[-2000:]
     assert "Traceback" not in r.stderr
 
@@ -175,7 +175,7 @@ def test_a_dripping_robots_txt_does_not_hold_the_host(server, tmp_path):
     t0 = time.monotonic()
     cli(cfg, "prepare", "docs")
     cli(cfg, "work", "--workers", "1", check=False, timeout=60)
-    assert time.monotonic() - t0 < 20
+    assert time.monotonic() - t0 < 25
     assert _rows(cfg, tmp_path)[urls[0]][1] == "robots_unavailable"
 
 
@@ -193,7 +193,7 @@ def test_a_stop_reaches_a_download_in_progress(server, tmp_path, how):
         r = cli(cfg, "work", "--workers", "1", check=False, timeout=60)
         took = time.monotonic() - t0
         assert r.returncode == 0 and "max_duration" in r.stdout + r.stderr, r.stderr[-2000:]
-        assert took < 2 + 6, took
+        assert took < 2 + 10, took
     else:
         sent: list[float] = []
         code, err = signalled(cfg, "work", "--workers", "1", sig=signal.SIGINT,
@@ -201,7 +201,7 @@ def test_a_stop_reaches_a_download_in_progress(server, tmp_path, how):
                               before=lambda: sent.append(time.monotonic()) or time.sleep(1))
         took = time.monotonic() - sent[0] - 1
         assert code == 130, err[-2000:]
-        assert took < 5, took  # the drip would take 30 s
+        assert took < 10, took  # the drip would take 30 s, the silent server 25 s
     # handed back, to be fetched by the next run
     pending = tmp_path / "out" / ".crawl-state" / "docs" / "tickets" / "pending"
     assert urls[0] in "".join(p.read_text() for p in pending.iterdir())
