@@ -55,6 +55,17 @@ def test_the_policy_refuses_internal_addresses_unless_they_are_the_sites_own():
     assert allowed.refusal("10.9.9.9") is None and allowed.refusal("192.168.1.1") == "private"
 
 
+@pytest.mark.parametrize("key, value, says", [
+    ("allow_networks", ["10.0.0.0/8", "intranet"], "expected IP networks"),
+    ("request_deadline", 0, "greater than 0"),
+])
+def test_bad_network_settings_are_one_line_and_exit_2(tmp_path, key, value, says):
+    cfg = write_config(tmp_path, "http://127.0.0.1:9/", **{key: value})
+    r = cli(cfg, "list", check=False)
+    lines = r.stderr.strip().splitlines()
+    assert r.returncode == 2 and len(lines) == 1 and says in lines[0], r.stderr
+
+
 @pytest.mark.parametrize("allow", [False, True], ids=["refused", "allow_networks"])
 def test_a_link_to_a_loopback_name_is_refused_by_the_address_it_resolves_to(tmp_path, allow):
     """``localhost`` passes every name check (allow_other_hosts); its address does not."""
