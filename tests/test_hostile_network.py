@@ -46,7 +46,8 @@ def test_the_policy_refuses_internal_addresses_unless_they_are_the_sites_own():
                     "fd00:ec2::254", "::1", "::ffff:127.0.0.1", "0.0.0.0", "100.64.0.1",
                     "fe80::1%1", "224.0.0.1"):
         assert public.refusal(address) is not None, address
-    assert public.refusal("169.254.169.254") == "cloud metadata"
+    for metadata in ("169.254.169.254", "fd00:ec2::254", "100.100.100.200"):
+        assert public.refusal(metadata) == "cloud metadata"
     assert public.refusal("93.184.216.34") is None and public.refusal("2606:4700::1") is None
     own = AddressPolicy.for_site(Settings(), ["http://127.0.0.2:8080/sitemap.xml"])
     assert own.refusal("127.0.0.2") is None  # the site's own address, any port

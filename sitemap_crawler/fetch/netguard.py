@@ -51,7 +51,10 @@ from sitemap_crawler.protocol.hostgate import Interrupted
 
 SLICE = 0.5  # seconds one socket wait lasts before the deadline and the stop are looked at
 STOP_GRACE = 1.0  # seconds a body may go on arriving after a stop before it is cut
-_METADATA = {ipaddress.ip_address("169.254.169.254"), ipaddress.ip_address("fd00:ec2::254")}
+# cloud metadata services (AWS, GCP, Azure, OpenStack; AWS IPv6; Alibaba; Oracle): refused
+# anyway as link-local, private or shared addresses, named so a log line says what they are
+_METADATA = {ipaddress.ip_address(a) for a in ("169.254.169.254", "fd00:ec2::254",
+                                               "100.100.100.200", "192.0.0.192")}
 
 IP = ipaddress.IPv4Address | ipaddress.IPv6Address
 Net = ipaddress.IPv4Network | ipaddress.IPv6Network
