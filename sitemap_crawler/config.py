@@ -97,6 +97,12 @@ class Settings:
     # HTTP
     timeout: Duration = Duration(30)
     connect_timeout: Duration = Duration(10)
+    # one request from its first byte sent to its body's last byte (fetch/netguard.py): the
+    # read timeout bounds only the gap between bytes, and a drip never trips it
+    request_deadline: Duration = Duration(120)
+    # networks the address policy lets a site reach besides the public internet and its own
+    # source's addresses (fetch/netguard.py), e.g. ["10.0.0.0/8"]
+    allow_networks: tuple[str, ...] = ()
     max_retries: int = 3
     max_backoff: Duration = Duration(600)
     patience: int = 5
@@ -161,8 +167,8 @@ _CHOICES = {
     "render": ("http", "browser", "auto"),
 }
 _POSITIVE = {"ticket_size", "heartbeat_interval", "heartbeat_timeout", "timeout",
-             "connect_timeout", "max_parallel_per_host", "max_in_flight", "max_worker_buffer",
-             "max_file_size", "max_sitemap_size",
+             "connect_timeout", "request_deadline", "max_parallel_per_host", "max_in_flight",
+             "max_worker_buffer", "max_file_size", "max_sitemap_size",
              "max_urls_per_sitemap", "max_sitemaps"}
 _POSITIVE |= {"width", "height"}  # browser.viewport
 _BLOCKABLE = ("image", "font", "media", "stylesheet")  # browser.block
@@ -341,6 +347,8 @@ def _build(cls: type, raw: Any, key: str, path: Path, base: Any = None) -> Any:
                 and not re.match(r"^https?://[^/\s]+", values[k]):
             raise ConfigError(f"{path}: {sub}: expected host, subdomains or a URL prefix "
                               f"(https://...), got {v!r}")
+        if k == "allow_networks":
+            _check_networks(values[k], sub, path)
     obj = dataclasses.replace(base, **values) if base is not None else cls(**values)
     return obj
 
@@ -353,6 +361,18 @@ def _str_list(raw: Any, key: str, path: Path) -> tuple[str, ...]:
     if not isinstance(raw, list) or not all(isinstance(x, str) and x for x in raw):
         raise ConfigError(f"{path}: {key}: expected a list of non-empty strings, got {raw!r}")
     return tuple(raw)
+
+
+def _check_networks(nets: tuple[str, ...], key: str, path: Path) -> None:
+    """Each entry an IP network (``10.0.0.0/8``, ``fd00::/8``) or one address."""
+    import ipaddress
+
+    for n in nets:
+        try:
+            ipaddress.ip_network(n.strip(), strict=False)
+        except ValueError:
+            raise ConfigError(f"{path}: {key}: expected IP networks such as 10.0.0.0/8, "
+                              f"got {n!r}") from None
 
 
 def _check_template(tpl: str, key: str, path: Path) -> None:

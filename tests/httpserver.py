@@ -35,6 +35,7 @@ class Response:
     last_modified: float | None = None  # epoch seconds; honoured with If-Modified-Since
     delay: float = 0.0  # seconds to sleep before answering (timeouts)
     chunks: int = 0  # >0: send the body in this many chunks with chunked encoding
+    drip: float = 0.0  # seconds to wait before each chunk (a server that drips its body)
 
 
 Handler = Callable[[Request], Response]
@@ -107,8 +108,10 @@ class LocalServer:
                     step = max(1, len(body) // resp.chunks)
                     try:
                         for i in range(0, len(body), step):
+                            time.sleep(resp.drip)
                             part = body[i:i + step]
                             self.wfile.write(f"{len(part):x}\r\n".encode() + part + b"\r\n")
+                            self.wfile.flush()
                         self.wfile.write(b"0\r\n\r\n")
                     except (BrokenPipeError, ConnectionResetError):
                         self.close_connection = True

@@ -14,6 +14,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import threading
 import time
 from collections import Counter
 from pathlib import Path
@@ -24,7 +25,10 @@ from httpserver import LocalServer, Response, fail_then
 from sites import cli, popen_cli, read_index, write_config
 from waiting import wait_until
 
-from sitemap_crawler.fetch.browser import CHROMIUM_NAMES, shell_reason
+from sitemap_crawler.config import Settings
+from sitemap_crawler.fetch.browser import CHROMIUM_NAMES, Browser, shell_reason
+from sitemap_crawler.fetch.client import Fetcher
+from sitemap_crawler.protocol.hostgate import HostGate
 
 CHROMIUM = next((p for p in map(shutil.which, CHROMIUM_NAMES) if p), None)
 try:
@@ -248,6 +252,21 @@ def test_render_browser_writes_the_shells_text_and_follows_their_links(tmp_path,
         assert srv.hits("/app.js")[0].headers["user-agent"] == "RenderBot/1.0"
         assert third.requests == []
         assert launches(log) == 1  # one browser for the worker, reused
+
+
+def test_chromium_may_reach_only_the_sites_origins_at_addresses_the_policy_allows(tmp_path):
+    """B2: each name mapped to its checked address (no second DNS answer), others to none."""
+    gate = HostGate(tmp_path / "hosts", "w1", lambda w: False)
+    with Fetcher(Settings(), gate=gate, stop=threading.Event(),
+                 sources=("http://127.0.0.2:8080/",)) as f:
+        b = Browser(Settings(), f, threading.Event(), {"127.0.0.2", "localhost", "::1"})
+        assert b.resolver_rules() == ("MAP 127.0.0.2 127.0.0.2, MAP localhost ~NOTFOUND, "
+                                      "MAP * ~NOTFOUND")
+        # and a page's request goes to the site's origins only (F9): not another port
+        page = "http://127.0.0.2:8080/docs/a.html"
+        assert b._allowed("http://127.0.0.2:8080/app.js", page)
+        assert not b._allowed("http://127.0.0.2:6379/", page)
+        assert not b._allowed("https://127.0.0.2:8080/app.js", page)
 
 
 @needs_browser

@@ -33,6 +33,7 @@ HTML = "<!doctype html><html><body><p>hello</p></body></html>"
 # server stamps arrival in its own thread after parsing, which adds a few ms of scheduling
 # noise either way (measured: min 0.298 s for a 0.3 s delay over many runs).
 SEND_JITTER = 0.01
+LOOPBACK = ("http://127.0.0.1/",)  # a site of ours there: the address policy lets it be reached
 
 
 def settings(**kw) -> Settings:
@@ -46,6 +47,7 @@ def make(tmp_path: Path, s: Settings, wid: str = "w1", stop: threading.Event | N
          **kw) -> Fetcher:
     gate = HostGate(tmp_path / "hosts", wid, lambda w: False)
     kw.setdefault("backoff_base", 0.05)
+    kw.setdefault("sources", LOOPBACK)
     return Fetcher(s, gate=gate, stop=stop or threading.Event(), **kw)
 
 
@@ -396,7 +398,7 @@ def test_stop_interrupts_waiting_for_a_blocked_host(server, tmp_path):
 def _worker(base: str, paths: list[str], root: str, wid: str, kw: dict, out: str, go) -> None:
     stop = threading.Event()
     gate = HostGate(Path(root), wid, lambda w: False)
-    with Fetcher(settings(**kw), gate=gate, stop=stop) as f:
+    with Fetcher(settings(**kw), gate=gate, stop=stop, sources=LOOPBACK) as f:
         Path(out + ".ready").touch()
         go.wait(60)
         outcomes = [f.fetch(base + p).outcome for p in paths]
@@ -471,7 +473,7 @@ s = Settings(request_delay=0.0, max_retries=0, timeout=30.0, max_file_size=1 << 
 gate = HostGate(Path(sys.argv[2]), "m", lambda w: False)
 def status(key):
     return next(int(l.split()[1]) for l in open("/proc/self/status") if l.startswith(key))
-with Fetcher(s, gate=gate, stop=threading.Event()) as f:
+with Fetcher(s, gate=gate, stop=threading.Event(), sources=("http://127.0.0.1/",)) as f:
     f.fetch(sys.argv[1].rsplit("/", 1)[0] + "/warm-up")  # robots.txt and lazy imports first
     # Peak RSS from VmHWM, reset first ("5" > clear_refs): ru_maxrss missed a 1 GiB peak.
     with open("/proc/self/clear_refs", "w") as c:

@@ -92,11 +92,12 @@ def frontier_for(site: Site, state: StateDir) -> Any:
     return frontier(site, state)
 
 
-def sample_changes(idx: dict[str, dict[str, Any]], s: Any, gate: HostGate) -> Any:
+def sample_changes(idx: dict[str, dict[str, Any]], s: Any, gate: HostGate,
+                   sources: tuple[str, ...] = ()) -> Any:
     """smart.sample_changes, imported only for crawl_mode smart."""
     from sitemap_crawler.commands.smart import sample_changes as sample
 
-    return sample(idx, s, gate)
+    return sample(idx, s, gate, sources=sources)
 
 _CARRY = ("etag", "last_modified", "content_hash", "raw_hash", "file_path", "last_crawled",
           "first_seen", "last_changed", "changes_detected", "change_frequency", "size",
@@ -167,13 +168,15 @@ def http_client(site: Site, gate: HostGate | None = None) -> httpx.Client:
     """The discovery client; with ``gate`` every request takes a lease of the host gate
     that the workers use (fetch/gated.py), so discovery is as polite as pages."""
     from sitemap_crawler.fetch.client import ssl_context
+    from sitemap_crawler.fetch.netguard import guarded_transport
 
     s = site.settings
-    transport = None
+    # the address policy and request_deadline hold for discovery too (fetch/netguard.py)
+    transport: httpx.BaseTransport = guarded_transport(s, site.sources, ssl_context())
     if gate is not None:
         from sitemap_crawler.fetch.gated import GatedTransport
 
-        transport = GatedTransport(httpx.HTTPTransport(verify=ssl_context()), gate, s)
+        transport = GatedTransport(transport, gate, s)
     return httpx.Client(verify=ssl_context(),
         headers={"User-Agent": s.user_agent, "Accept-Encoding": ACCEPT_ENCODING},
         timeout=httpx.Timeout(s.timeout, connect=s.connect_timeout),
@@ -539,7 +542,7 @@ class _Prepare:
         if self.full or s.crawl_mode != "smart" or not idx or self.res.dry_run:
             return self.full
         verdict = sample_changes(idx, s, self.gate or HostGate(
-            self.state.gate_root, self.wid, self.observer.is_dead))
+            self.state.gate_root, self.wid, self.observer.is_dead), self.site.sources)
         full = verdict.ratio > s.smart_threshold
         self.res.smart = {"sampled": verdict.sampled, "changed": verdict.changed,
                           "mode": "full" if full else "incremental"}

@@ -31,12 +31,14 @@ class SmartVerdict:
 
 
 def sample_changes(idx: dict[str, dict[str, Any]], settings: Settings, gate: HostGate,
-                   seed: int | None = None) -> SmartVerdict:
+                   seed: int | None = None, sources: tuple[str, ...] = ()) -> SmartVerdict:
+    """How many of a sample of known URLs changed; ``sources`` are the site's (the address
+    policy exempts their addresses, fetch/netguard.py)."""
     known = [u for u, e in idx.items() if not e.get("removed") and e.get("content_hash")]
     rng = random.Random(seed)
     sample = rng.sample(known, min(settings.smart_sample, len(known)))
     changed = 0
-    fetcher = Fetcher(settings, gate=gate, stop=threading.Event())
+    fetcher = Fetcher(settings, gate=gate, stop=threading.Event(), sources=sources)
     try:
         for url in sample:
             e = idx[url]

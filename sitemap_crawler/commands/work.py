@@ -1,10 +1,11 @@
 """`work`: start worker processes for a site, show progress, stop them cleanly, merge results.
 
-Signals: the first SIGINT/SIGTERM asks every worker to stop after its in-flight request and
-hand its ticket back with its progress; a second one within 3 s ends everything at once (the
-tickets of the killed workers are taken back by the next run: nothing is lost or torn, because
-every file is written by rename).  A worker process that receives a signal on its own (e.g. a
-``kill`` of one pid) stops alone; the others go on and take over its work.
+Signals: the first SIGINT/SIGTERM asks every worker to stop after its in-flight request (cut
+after a second's grace, fetch/netguard.py) and hand its ticket back with its progress; a second
+one within 3 s ends everything at once (the tickets of the killed workers are taken back by the
+next run: nothing is lost or torn, because every file is written by rename).  A worker process
+that receives a signal on its own (e.g. a ``kill`` of one pid) stops alone; the others go on
+and take over its work.
 
 Long runs: SIGHUP re-reads config.yaml in the runner; a valid config is handed to every
 worker, which takes it between two URLs (a bad one is refused with one log line and the old

@@ -254,7 +254,8 @@ class Worker:
         hosts |= {h[4:] if h.startswith("www.") else "www." + h for h in hosts}
         self.gate = gate
         self.fetcher = Fetcher(s, gate=self.gate, stop=self.stop, allowed_hosts=hosts,
-                               robots_store=self.state.gate_root)  # robots.py R6
+                               robots_store=self.state.gate_root,  # robots.py R6
+                               sources=self.site.sources)  # its address policy (netguard.py)
         self.opened = True
 
     def close(self) -> None:
@@ -639,7 +640,7 @@ class Worker:
         old = self.fetcher
         self.fetcher = Fetcher(self.s, gate=self.gate, stop=self.stop,
                                allowed_hosts=old.allowed_hosts,
-                               robots_store=self.state.gate_root)
+                               robots_store=self.state.gate_root, sources=site.sources)
         self._old_fetchers.append(old)  # other threads may be using it: closed at the end
         log.info("worker %s took the reloaded settings", self.wid, extra={"worker": self.wid})
 

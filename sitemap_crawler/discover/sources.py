@@ -45,6 +45,7 @@ from sitemap_crawler.discover.urls import (
 )
 from sitemap_crawler.errors import DiscoveryError
 from sitemap_crawler.fetch.decoding import DecodeError, UnsupportedEncoding, decode, gunzip_if_magic
+from sitemap_crawler.fetch.netguard import BlockedAddress
 
 __all__ = ["COMMON_SITEMAP_PATHS", "Batch", "DiscoveryStats", "Entry", "SourceRead", "discover",
            "discover_batches"]
@@ -351,19 +352,27 @@ class _Run:
                 self.stats.warn(f"{url}: {e}")
             return out
         out.url = final
+        before = self.hosts
         if role != "child" and final != url:
-            self._set_hosts(self.hosts | {host_of(final)})  # the site moved: follow it
+            # the site moved: its new host is the site's while this answer is read, and
+            # stays so only if the answer is what was asked for (a sitemap for a probe, a
+            # robots.txt for robots.txt ...): an HTML page elsewhere adopts nothing
+            self._set_hosts(self.hosts | {host_of(final)})
         try:
             yield from self._parse(resp, final, role, out)
         except _parse_errors() as e:
             out.error = str(e) if isinstance(e, _Fail | NotASitemap) else (
                 f"unreadable: {type(e).__name__}: {_line(e)}")
+            if self.hosts != before:
+                self._set_hosts(before)
             if not quiet and role != "root":
                 self.failures += 1
                 self.stats.warn(f"{url}: {out.error}")
             return out
         finally:
             resp.close()
+        if self.hosts != before and not (out.urls or out.children):
+            self._set_hosts(before)  # nothing listed there: no evidence the site moved
         if self.progress is not None:
             self.progress(f"{out.kind} {final}: {out.urls} URLs"
                           + (f", {len(out.children)} "
@@ -402,6 +411,8 @@ class _Run:
                         self.stats.cache_fresh += 1
                         return kept, url
                 resp = self.client.send(req, stream=True, follow_redirects=False)
+            except BlockedAddress as e:  # a refusal, not a host that is down
+                raise _Fail(f"refused: {_line(e)}") from None
             except httpx.ConnectError as e:
                 raise _Unreachable(_connect_error(url, e)) from None
             except (httpx.HTTPError, httpx.InvalidURL) as e:

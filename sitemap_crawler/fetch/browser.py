@@ -14,11 +14,14 @@ Rules this module keeps:
   XHR, styles) go out while the worker holds a lease from the same host gate as plain
   fetches (``Fetcher.lease_for``: blocks and Crawl-delay obeyed), taken around the whole
   navigation.
-* B2. Nothing leaves for a host that is not the site's: every request of the page is routed
-  through :meth:`Browser._route` and aborted unless its host is allowed, and Chromium's host
-  resolver maps every other name to "not found" (``--host-resolver-rules``), which also covers
-  what routing does not see (WebSockets, prefetches).  Images, fonts and media are aborted
-  when ``browser.block`` lists them.
+* B2. Nothing leaves for a place that is not the site's: every request of the page is
+  routed through :meth:`Browser._route` and aborted unless it is on one of the site's origins
+  (host, scheme and port, as redirects: client.py F9), and Chromium's host resolver maps each
+  of the site's names to the address the address policy checked (netguard.py; so a DNS
+  answer that changes later cannot move it) and every other name to "not found"
+  (``--host-resolver-rules``), which also covers what routing does not see (WebSockets,
+  prefetches).  The document itself is the Fetcher's (B1), under the policy.  Images, fonts
+  and media are aborted when ``browser.block`` lists them.
 * B3. No orphaned browser: Playwright's driver (node) and Chromium are started through a tiny
   launcher that sets ``PR_SET_PDEATHSIG`` = SIGKILL before ``exec``, so kill -9 of the worker
   kills the driver, whose death kills Chromium; Chromium's own helpers exit with it.
@@ -54,7 +57,7 @@ import lxml.html
 
 from sitemap_crawler.config import Settings
 from sitemap_crawler.errors import CrawlError
-from sitemap_crawler.fetch.client import Fetcher, _GaveUp, host_key
+from sitemap_crawler.fetch.client import Fetcher, _GaveUp
 from sitemap_crawler.protocol.hostgate import Interrupted
 from sitemap_crawler.xpath import XPath
 
@@ -341,8 +344,7 @@ class Browser:
                     os.environ.pop("PLAYWRIGHT_NODEJS_PATH", None)
                 else:
                     os.environ["PLAYWRIGHT_NODEJS_PATH"] = old
-        rules = ", ".join(["MAP * ~NOTFOUND"] + [f"EXCLUDE {h}" for h in sorted(self.allowed)
-                                                 if ":" not in h])
+        rules = self.resolver_rules()
         self._browser = self._pw.chromium.launch(
             executable_path=death_launcher(chromium), headless=self.b.headless,
             args=[f"--host-resolver-rules={rules}", "--disable-dev-shm-usage"],
@@ -356,6 +358,20 @@ class Browser:
         self.launches += 1
         self.pages = 0
         log.info("started %s (%s) for rendering", self._browser.version, chromium)
+
+    def resolver_rules(self) -> str:
+        """Chromium's ``--host-resolver-rules`` (B2): each site name to its checked address,
+        the first rule that matches wins."""
+        rules = []
+        for h in sorted(self.allowed):
+            if ":" in h:
+                continue  # host:port, or an IPv6 literal: no name to map
+            address = self.fetcher.policy.address_for(h)
+            if address is None:
+                rules.append(f"MAP {h} ~NOTFOUND")
+            else:
+                rules.append(f"MAP {h} {f'[{address}]' if ':' in address else address}")
+        return ", ".join([*rules, "MAP * ~NOTFOUND"])
 
     def _stop_browser(self) -> None:
         browser, self._browser, self._context, self._page = self._browser, None, None, None
@@ -442,13 +458,13 @@ class Browser:
         finally:
             self._doc = None
 
-    def _allowed(self, url: str) -> bool:
+    def _allowed(self, url: str, page: str) -> bool:
         p = urlsplit(url)
         if p.scheme in ("data", "blob", "about"):
             return True
         if p.scheme not in ("http", "https"):
             return False
-        return bool({(p.hostname or "").lower(), host_key(url)} & self.allowed)
+        return self.fetcher.same_site(url, page)
 
     def _route(self, route: Any) -> None:
         """Every request of the page (B1, B2)."""
@@ -459,7 +475,8 @@ class Browser:
             headers = {k: v for k, v in doc.headers.items() if k not in _HOP}
             route.fulfill(status=doc.status, headers=headers, body=doc.body)
             return
-        if not self._allowed(req.url) or req.resource_type in self.block:
+        if not self._allowed(req.url, doc.url if doc is not None else "") \
+                or req.resource_type in self.block:
             self._blocked += 1
             route.abort("blockedbyclient")
             return

@@ -23,13 +23,21 @@ Rules this module keeps (seed 000 §4, §7, §8; seed 001 patience):
   out; if it fails too, the host is given up again.
 * F5. Every wait is ``stop.wait``: when ``stop`` is set the fetch returns "interrupted"
   promptly, even in the middle of a long backoff.  A response whose body is already arriving
-  is read to the end (it is bounded by the size cap and the read timeout), so a graceful stop
-  never throws away a page it has paid for.
+  goes on being read for ``netguard.STOP_GRACE`` (a page arriving at speed is not thrown
+  away); a slower one is cut then (F8), so a stop takes effect within a second or two.
 * F6. Bodies are capped while streaming (Content-Length first); unwanted content types are
   skipped before the body is read.  Small unwanted bodies (redirects, error pages) are read
   so the keep-alive connection survives.
 * F7. Our own mistakes are not the host's: a URL we cannot send (bad scheme, bad header) is
   "permanent" (``bad_url``/``bad_request``) and does not count against patience.
+* F8. Connections obey the site's address policy (netguard.py): a refused address is
+  "permanent"/``blocked_address``, with a log line.  A request, body included, ends at
+  ``request_deadline``: "retryable"/``deadline``, not retried within the fetch (a drip
+  would hold the worker again), counted against the host's patience.  A stop cuts a body
+  still arriving after ``netguard.STOP_GRACE``: "interrupted".
+* F9. A redirect is followed only to the site's own origins: a host of the site with the
+  scheme and port of the page or of a source (http:80 and https:443 count as one), so a
+  page cannot send us to another port of its host.
 
 A Fetcher is shared by the threads of a worker process (commands/dispatch.py): httpx's
 Client and its pool are thread-safe, robots.txt is fetched once per origin (robots.py),
@@ -59,6 +67,12 @@ from sitemap_crawler.fetch.decoding import (
     DecodeError,
     UnsupportedEncoding,
     decoded,
+)
+from sitemap_crawler.fetch.netguard import (
+    AddressPolicy,
+    BlockedAddress,
+    DeadlineExceeded,
+    guarded_transport,
 )
 from sitemap_crawler.fetch.robots import RobotsCache
 from sitemap_crawler.protocol.hostgate import (
@@ -220,23 +234,52 @@ def _canon(url: str) -> str:
     return urlunsplit((p.scheme.lower(), p.netloc.lower(), p.path or "/", p.query, ""))
 
 
+_DEFAULT_PORTS = {("http", 80), ("https", 443)}
+
+
+def _origin(url: str) -> tuple[str, str, int] | None:
+    """(scheme, host, port) with the scheme's default port filled in; None for a bad port."""
+    p = urlsplit(url)
+    scheme = p.scheme.lower()
+    try:
+        port = p.port or (443 if scheme == "https" else 80)
+    except ValueError:
+        return None
+    return scheme, (p.hostname or "").lower(), port
+
+
+def scheme_ports(url: str) -> set[tuple[str, int]]:
+    """The (scheme, port) pairs a redirect from ``url`` may keep (F9): its own, and for a
+    default port the other scheme's default (http -> https upgrades, and back)."""
+    origin = _origin(url)
+    if origin is None:
+        return set()
+    pair = (origin[0], origin[2])
+    return set(_DEFAULT_PORTS) if pair in _DEFAULT_PORTS else {pair}
+
+
 class Fetcher:
-    """Fetch pages politely; see F1–F6."""
+    """Fetch pages politely; see F1–F9."""
 
     def __init__(self, settings: Settings, *, gate: HostGate, stop: threading.Event,
                  allowed_hosts: set[str] | None = None, robots_error_ttl: float = 60.0,
-                 robots_store: Path | None = None,
+                 robots_store: Path | None = None, sources: tuple[str, ...] = (),
                  backoff_base: float = BACKOFF_BASE) -> None:
+        """``sources``: the site's configured sources, whose addresses the address policy
+        exempts and whose scheme and port a redirect may go to (F8, F9)."""
         self.settings = settings
         self.gate = gate
         self.stop = stop
         self.allowed_hosts = {h.lower() for h in allowed_hosts} if allowed_hosts else None
+        self.scheme_ports = {sp for src in sources for sp in scheme_ports(src)}
+        self.policy = AddressPolicy.for_site(settings, sources)  # F8, netguard.py
         self.backoff_base = backoff_base
         self.client = httpx.Client(
             headers={"User-Agent": settings.user_agent, "Accept": ACCEPT,
                      "Accept-Encoding": ACCEPT_ENCODING},
             timeout=httpx.Timeout(settings.timeout, connect=settings.connect_timeout),
-            follow_redirects=False, verify=ssl_context(),
+            follow_redirects=False,
+            transport=guarded_transport(settings, sources, ssl_context(), stop, self.policy),
         )
         self.robots = RobotsCache(self.client, settings, guard=self._robots_guard,
                                   error_ttl=robots_error_ttl, store=robots_store)
@@ -286,9 +329,16 @@ class Fetcher:
 
     # -- redirects ----------------------------------------------------------------------
 
+    def same_site(self, url: str, page: str) -> bool:
+        """``url`` is on one of the site's origins as seen from ``page`` (F9)."""
+        origin = _origin(url)
+        if origin is None:
+            return False
+        scheme, host, port = origin
+        hosts = self.allowed_hosts or {(urlsplit(page).hostname or "").lower()}
+        return host in hosts and (scheme, port) in self.scheme_ports | scheme_ports(page)
+
     def _follow(self, res: FetchResult, cond: dict[str, str]) -> None:
-        allowed = self.allowed_hosts or {(urlsplit(res.url).hostname or "").lower(),
-                                         host_key(res.url)}
         current = res.url
         seen = {_canon(current)}
         while True:
@@ -304,7 +354,7 @@ class Fetcher:
             res.redirects.append(target)
             if urlsplit(target).scheme not in ("http", "https"):
                 return self._end(res, "permanent", "redirect_bad_scheme")
-            if not {(urlsplit(target).hostname or "").lower(), host_key(target)} & allowed:
+            if not self.same_site(target, res.url):
                 res.final_url = target
                 return self._end(res, "skipped", "redirect_offsite")
             if _canon(target) in seen:
@@ -363,10 +413,18 @@ class Fetcher:
                 self._end(res, "skipped", "robots")
                 return _Try(final=True)
             if verdict == "unavailable":
+                error = self.robots.entry(url).error or ""
+                if error.startswith(BlockedAddress.__name__):  # F8: the host is refused
+                    log.warning("%s: refused: robots.txt: %s", url, error.split(": ", 1)[1])
+                    self._end(res, "permanent", "blocked_address")
+                    return _Try(final=True)
                 return _Try(reason="robots_unavailable")
             delay = s.delay_for(self.robots.crawl_delay(url))
         answer = self._request(res, url, host, delay, cond)
         res.status = answer.status
+        if answer.error == "deadline":  # F8: not again now, but it counts against the host
+            self._give_up(res, host, "deadline")
+            return _Try(final=True)
         if answer.status == 0:
             return _Try(reason=answer.error or "network_error")
         if answer.status in RETRY_STATUS:
@@ -462,6 +520,13 @@ class Fetcher:
             res.attempts += 1
             try:
                 return self._send(res, url, cond, lease)
+            except BlockedAddress as e:  # F8
+                log.warning("%s: refused: %s", url, e)
+                return _Answer(status=-1, error="blocked_address")
+            except DeadlineExceeded:
+                log.warning("%s: cut at request_deadline (%.0f s)", url,
+                            self.settings.request_deadline)
+                return _Answer(error="deadline")
             except httpx.TimeoutException:
                 return _Answer(error="timeout")
             except httpx.ConnectError:
@@ -504,8 +569,8 @@ class Fetcher:
                     a.skip = f"content_encoding:{e.coding}"
                     return a
                 buf = bytearray()
-                # A body already on its way is read to the end even after a stop: finishing
-                # the in-flight request costs less than fetching it again next time (F5).
+                # A body already on its way is read on after a stop, for a grace (F5): finishing
+                # the in-flight request costs less than fetching it again next time.
                 for chunk in body:
                     buf += chunk
                     if len(buf) > limit:

@@ -15,28 +15,12 @@ robots.txt is read; the workers' fetcher applies it to pages).
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator
 
 import httpx
 
 from sitemap_crawler.config import Settings
-from sitemap_crawler.protocol.hostgate import HostGate, Interrupted, Lease, host_key, sent_trace
-
-
-class _Releasing(httpx.SyncByteStream):
-    """The response body; the lease goes back when it is closed (read or not)."""
-
-    def __init__(self, inner: httpx.SyncByteStream, lease: Lease) -> None:
-        self.inner, self.lease = inner, lease
-
-    def __iter__(self) -> Iterator[bytes]:
-        yield from self.inner
-
-    def close(self) -> None:
-        try:
-            self.inner.close()
-        finally:
-            self.lease.release()
+from sitemap_crawler.fetch.netguard import OnClose
+from sitemap_crawler.protocol.hostgate import HostGate, Interrupted, host_key, sent_trace
 
 
 class GatedTransport(httpx.BaseTransport):
@@ -61,7 +45,7 @@ class GatedTransport(httpx.BaseTransport):
             raise
         assert isinstance(resp.stream, httpx.SyncByteStream)
         return httpx.Response(resp.status_code, headers=resp.headers,
-                              stream=_Releasing(resp.stream, lease),
+                              stream=OnClose(resp.stream, lease.release),
                               extensions=resp.extensions, request=request)
 
     def close(self) -> None:
