@@ -61,6 +61,10 @@ Invariants (see ../shared/netfs/README.md for why each primitive was chosen):
   (an older version's, or mixed hosts) are claimed like any other.
 * T6 (at-least-once). Every URL of a ticket is processed at least once; results (markdown
   files, journal records) are idempotent, so doing one twice is harmless.
+* T10 (names are input).  A listed name is a ticket's only if it is exactly a name the queue
+  makes (``[A-Za-z0-9._-]``, and what :meth:`TicketName.file` gives back for it): nothing
+  is decoded, so no name can lead a move out of its folder.  A worker moves any other
+  ``*.json`` in pending/ to quarantine/ with one log line before it claims.
 """
 
 from __future__ import annotations
@@ -76,7 +80,6 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
-from urllib.parse import unquote
 
 import orjson
 
@@ -90,6 +93,7 @@ from sitemap_crawler.protocol.fsutil import (
 )
 from sitemap_crawler.protocol.hostgate import host_key
 from sitemap_crawler.protocol.state import StateDir
+from sitemap_crawler.protocol.untrusted import quarantine
 from sitemap_crawler.timestamps import parse_ts, utcnow
 
 log = logging.getLogger(__name__)
@@ -104,6 +108,7 @@ def claimed_owners(state: StateDir) -> set[str]:
     return {n.owner for n in (TicketName.parse(e) for e in entries) if n and n.owner}
 
 HOST_MARK = "-h-"
+_NAME_RE = re.compile(r"[A-Za-z0-9._-]+\.json")  # every name the queue makes
 _TAG_RE = re.compile(r"[^a-z0-9.-]")
 
 
@@ -153,12 +158,12 @@ class TicketName:
 
     @classmethod
     def parse(cls, name: str) -> TicketName | None:
-        if not name.endswith(".json") or name.startswith(TMP_PREFIX):
+        if not _NAME_RE.fullmatch(name) or name.startswith(TMP_PREFIX):
             return None
-        # smbnetfs lists some characters %-escaped (seen: '@' as '%40'), though it opens the
-        # real name; our names use only [A-Za-z0-9._-], '_' separates the owner and then
-        # the stamp (neither ticket ids nor worker ids contain '_').
-        stem = unquote(name[:-5])
+        # Our names use only [A-Za-z0-9._-] (smbnetfs %-escapes others in listings, so a
+        # name with '%' is not ours: never decoded); '_' separates the owner and then the
+        # stamp (neither ticket ids nor worker ids contain '_').
+        stem = name[:-5]
         base, _, rest = stem.partition("_")
         owner, _, stamp = rest.partition("_")
         tid, _, gen = base.rpartition(".")
@@ -166,7 +171,9 @@ class TicketName:
             return None
         if stamp and (not owner or stamp_seconds(stamp) is None):
             owner, stamp = rest, ""  # not a stamp: an owner with '_' (never ours) stays whole
-        return cls(tid, int(gen), owner or None, stamp or None)
+        got = cls(tid, int(gen), owner or None, stamp or None)
+        # only a name that is exactly what file() makes can be moved by it ("t.007", "t.0_")
+        return got if got.filename == name else None
 
     def file(self, owner: str | None = None, gen: int | None = None,
              done_at: str | None = None) -> str:
@@ -214,6 +221,7 @@ class TicketQueue:
         self.worker_id = worker_id
         self.dirs = {s: state.ticket_dir(s) for s in ("pending", "claimed", "completed", "failed")}
         self.held: set[str] = set()  # names of the claimed files this queue holds (T5b)
+        self.bad: set[str] = set()  # pending/ entries that are not ticket names (T10)
 
     # -- listing -----------------------------------------------------------------------------
     def names(self, state: str) -> list[TicketName]:
@@ -221,9 +229,23 @@ class TicketQueue:
             entries = os.listdir(self.dirs[state])
         except FileNotFoundError:
             return []
-        out = [n for n in (TicketName.parse(e) for e in entries) if n is not None]
+        out = []
+        for e in entries:
+            n = TicketName.parse(e)
+            if n is not None:
+                out.append(n)
+            elif state == "pending" and e.endswith(".json") and not e.startswith(TMP_PREFIX):
+                self.bad.add(e)
         out.sort(key=lambda n: (n.ticket_id, n.gen))
         return out
+
+    def quarantine_bad_names(self) -> None:
+        """Move the pending files whose names are not ticket names (hand-made, or hostile:
+        ``..%2F..``) to quarantine/ with one log line each: never claimed by a name that
+        would lead elsewhere, never retried for ever."""
+        for e in sorted(self.bad):
+            quarantine(self.state.root, self.dirs["pending"] / e, "not a ticket name")
+        self.bad.clear()
 
     def counts(self) -> dict[str, int]:
         """Tickets per state, each ticket counted once even if a crash left two copies."""
@@ -246,6 +268,7 @@ class TicketQueue:
         """T1 on a pending ticket; ``rank`` (lower is better, None: not now) orders the
         choice, e.g. by the host in the ticket id (T9)."""
         names = self.names("pending")
+        self.quarantine_bad_names()
         first = 8
         if rank is not None:
             ranked = sorted(((r, i, n) for i, n in enumerate(names)

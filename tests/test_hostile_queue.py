@@ -1,0 +1,47 @@
+"""Issue 20, the work queue as input: hand-made ticket names and tickets, and what dead
+workers of other machines leave.  Real CLI processes, a real 127.0.0.1 server."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+from sites import cli, doc_site, read_index, write_config
+
+
+def _state(tmp_path: Path) -> Path:
+    return tmp_path / "out" / ".crawl-state" / "docs"
+
+
+# -- #4 ticket file names ----------------------------------------------------------------------
+
+def test_a_hostile_ticket_name_is_quarantined_once_and_never_followed(server, tmp_path):
+    doc_site(server, 3)
+    cfg = write_config(tmp_path, server.url("/sitemap.xml"))
+    cli(cfg, "prepare", "docs")
+    pending = _state(tmp_path) / "tickets" / "pending"
+    ticket = next(pending.iterdir()).read_bytes()
+    # pending/ -> tickets/ -> docs/ -> .crawl-state/ -> out/ -> tmp_path: the victim
+    victim = tmp_path / "victim.0.json"
+    victim.write_text("a file of the user's, not a ticket")
+    up = "..%2F" * 5
+    bad = [f"{up}victim.0.json", "a%2Fb.0.json", "t%2D1.0.json", "t-1.007.json"]
+    for name in bad:
+        (pending / name).write_bytes(ticket)
+    try:  # a name that cannot be claimed made work list and retry it for ever
+        r = cli(cfg, "work", "docs", "--workers", "1", timeout=60, check=False)
+    except subprocess.TimeoutExpired as e:
+        raise AssertionError("work did not end with hostile ticket names") from e
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert victim.read_text() == "a file of the user's, not a ticket"
+    assert not [p for p in tmp_path.glob("victim*") if p != victim]
+    assert len(read_index(_state(tmp_path))) == 3  # the real tickets were done
+    kept = sorted(p.name for p in (_state(tmp_path) / "quarantine").iterdir())
+    assert [k.rsplit(".", 2)[0] for k in kept] == sorted(bad), kept
+    for name in bad:  # one log line each
+        assert sum(name in line for line in r.stderr.splitlines()) == 1, r.stderr[-2000:]
+    assert not list(pending.iterdir())
+    again = cli(cfg, "work", "docs", "--workers", "1", timeout=60)
+    assert "quarantine" not in again.stderr
+    assert json.loads(cli(cfg, "status", "docs", "--json").stdout)["urls_remaining"] == 0
