@@ -7,7 +7,8 @@ import json
 import subprocess
 from pathlib import Path
 
-from sites import cli, doc_site, read_index, write_config
+from httpserver import LocalServer, Response
+from sites import cli, doc_site, page_html, read_index, write_config
 
 
 def _state(tmp_path: Path) -> Path:
@@ -45,3 +46,46 @@ def test_a_hostile_ticket_name_is_quarantined_once_and_never_followed(server, tm
     again = cli(cfg, "work", "docs", "--workers", "1", timeout=60)
     assert "quarantine" not in again.stderr
     assert json.loads(cli(cfg, "status", "docs", "--json").stdout)["urls_remaining"] == 0
+
+
+# -- #9 a ticket holding another host's URL ------------------------------------------------------
+
+def test_a_ticket_url_on_another_host_is_refused_not_fetched(server, tmp_path):
+    doc_site(server, 2)
+    cfg = write_config(tmp_path, server.url("/sitemap.xml"))
+    cli(cfg, "prepare", "docs")
+    pending = _state(tmp_path) / "tickets" / "pending"
+    with LocalServer("127.0.0.2") as elsewhere, LocalServer() as other_port:
+        for srv in (elsewhere, other_port):
+            srv.route("/secret.html", Response(body=page_html(7)))
+        foreign = [elsewhere.url("/secret.html"), other_port.url("/secret.html"),
+                   f"http://localhost:{server.port}/docs/page-0.html"]
+        ticket = json.loads(next(pending.iterdir()).read_text())
+        ticket["ticket_id"] = "20261126T120000beef-00099"
+        ticket["urls"] = [{"url": u} for u in foreign] + [
+            {"url": server.url("/docs/page-1.html"), "markdown_url": elsewhere.url("/x.md")}]
+        (pending / "20261126T120000beef-00099.0.json").write_text(json.dumps(ticket))
+        cli(cfg, "work", "docs", "--workers", "1")
+        assert elsewhere.requests == [] and other_port.requests == []  # nor the .md twin
+    assert not [q for q in server.requests if q.headers.get("host", "").startswith("localhost")]
+    idx = read_index(_state(tmp_path))
+    assert idx[server.url("/docs/page-1.html")]["outcome"] in ("new", "unchanged_hash")
+    for u in foreign:
+        assert idx[u]["outcome"] == "skipped:out_of_scope", idx[u]
+        assert not idx[u].get("file_path")
+    written = sorted(p.name for p in (tmp_path / "out" / "md").rglob("*.md"))
+    assert written == ["page-0.md", "page-1.md"], written  # the site's own pages only
+    assert json.loads(cli(cfg, "status", "docs", "--json").stdout)["urls_remaining"] == 0
+
+
+def test_a_site_whose_sitemap_moved_host_is_still_crawled(server, tmp_path):
+    """The hosts a prepare queued are the site's (manifest.json): a moved site is crawled."""
+    with LocalServer("127.0.0.2") as moved:
+        urls = doc_site(moved, 2)
+        server.route("/sitemap.xml", Response(301, b"", headers={
+            "Location": moved.url("/sitemap.xml")}))
+        cfg = write_config(tmp_path, server.url("/sitemap.xml"))
+        cli(cfg, "crawl", "docs", "--workers", "1")
+        idx = read_index(_state(tmp_path))
+        assert [idx[u]["outcome"] for u in urls] == ["new", "new"], idx
+

@@ -27,6 +27,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from sitemap_crawler.commands.scope import TicketScope
 from sitemap_crawler.config import Site
 from sitemap_crawler.convert.markdown import (
     html_to_markdown,
@@ -244,6 +245,7 @@ class Worker:
                                    tmp_dir=staging_dir(self.state, self.site.base_dir))
         hosts = {host_of(src) for src in self.site.sources}
         hosts |= {h[4:] if h.startswith("www.") else "www." + h for h in hosts}
+        self.scope = TicketScope(self.site, self.state, self.rules)
         self.gate = gate
         self.fetcher = Fetcher(s, gate=self.gate, stop=self.stop, allowed_hosts=hosts,
                                robots_store=self.state.gate_root)  # robots.py R6
@@ -395,7 +397,11 @@ class Worker:
                  fetched: Callable[[], None] | None = None) -> None:
         url = entry["url"]
         prior: dict[str, Any] = entry.get("prior") or {}
-        r = self._fetch(url, entry, prior, lambda: self._still_ours(c))
+        if self.scope.refuses(url):
+            # a ticket is input: another host's URL is recorded, never fetched (scope.py)
+            r = FetchResult(url, url, outcome="skipped", reason="out_of_scope")
+        else:
+            r = self._fetch(url, entry, prior, lambda: self._still_ours(c))
         if fetched is not None:
             fetched()
         if r.outcome == "interrupted":
@@ -438,7 +444,7 @@ class Worker:
         ``ours`` is W1 right before each request: nothing is sent for a lost ticket."""
         trusted = self._trusts_validators(url, prior)
         twin = entry.get("markdown_url")
-        if twin:
+        if twin and not self.scope.refuses(twin):  # (a ticket is input: scope.py)
             same = trusted and prior.get("final_url") == twin
             r = self.fetcher.fetch(twin, etag=prior.get("etag") if same else None,
                                    last_modified=prior.get("last_modified") if same else None,
