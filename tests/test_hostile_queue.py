@@ -4,11 +4,18 @@ workers of other machines leave.  Real CLI processes, a real 127.0.0.1 server.""
 from __future__ import annotations
 
 import json
+import os
+import signal
 import subprocess
+import sys
 from pathlib import Path
 
 from httpserver import LocalServer, Response
 from sites import cli, doc_site, page_html, read_index, write_config
+from test_trust_crash import busy_pid, journaled
+from waiting import wait_until as wait_for
+
+from sitemap_crawler.protocol.state import MACHINE_ENV
 
 
 def _state(tmp_path: Path) -> Path:
@@ -89,3 +96,40 @@ def test_a_site_whose_sitemap_moved_host_is_still_crawled(server, tmp_path):
         idx = read_index(_state(tmp_path))
         assert [idx[u]["outcome"] for u in urls] == ["new", "new"], idx
 
+
+# -- #19 workers that die on other machines ------------------------------------------------------
+
+def _crash_elsewhere(cfg: Path, out: Path, machine: str, after: int) -> None:
+    """`work` under another machine id (as on another machine), killed -9 mid-ticket."""
+    env = {**os.environ, MACHINE_ENV: machine}
+    runner = subprocess.Popen([sys.executable, "-m", "sitemap_crawler", "--config", str(cfg),
+                               "work", "--workers", "1"], env=env, stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True)
+    wait_for(lambda: len(journaled(out)) >= after)
+    pid = wait_for(lambda: busy_pid(out, set()))
+    os.kill(pid, signal.SIGKILL)
+    os.kill(runner.pid, signal.SIGKILL)
+    runner.communicate(timeout=30)
+    wait_for(lambda: not os.path.exists(f"/proc/{pid}"), timeout=30)
+
+
+def _files_outside_tickets(st: Path) -> list[str]:
+    return sorted(p.relative_to(st).as_posix() for p in st.rglob("*")
+                  if p.is_file() and not p.is_relative_to(st / "tickets"))
+
+
+def test_workers_dead_on_other_machines_leave_no_files_for_good(server, tmp_path):
+    urls = doc_site(server, 40, delay=0.05)
+    cfg = write_config(tmp_path, server.url("/"), crawl_state={"ticket_size": 2})
+    out, st = tmp_path / "out", _state(tmp_path)
+    cli(cfg, "prepare", "docs")
+    counts = []
+    for k in range(5):
+        _crash_elsewhere(cfg, out, f"machine-{k}", after=len(journaled(out)) + 2)
+        assert len(list((st / "journal").iterdir())) >= 1
+        cli(cfg, "work", "docs", "--workers", "1")
+        cli(cfg, "prepare", "docs")
+        counts.append(len(_files_outside_tickets(st)))
+    assert sorted(read_index(st)) == sorted(urls)
+    assert max(counts) == min(counts), (counts, _files_outside_tickets(st))
+    assert os.listdir(st / "workers") == [] and os.listdir(st / "journal") == []

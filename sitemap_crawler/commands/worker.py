@@ -295,6 +295,10 @@ class Worker:
             self.hand_back(c)
             raise WorkerFatal(f"cannot write the heartbeat file: {e.strerror} "
                               f"({e.filename})") from e
+        if self.heartbeat.buried.is_set():  # H5: its journal may be gone (H7); none of the
+            self.hand_back(c)  # ticket's URLs ran, so its progress is the file's own
+            self.stop.set()
+            return None
         return c
 
     def _show_held(self, **info: Any) -> None:
