@@ -133,3 +133,44 @@ def test_workers_dead_on_other_machines_leave_no_files_for_good(server, tmp_path
     assert sorted(read_index(st)) == sorted(urls)
     assert max(counts) == min(counts), (counts, _files_outside_tickets(st))
     assert os.listdir(st / "workers") == [] and os.listdir(st / "journal") == []
+
+
+# -- #20 link-frontier crash recovery (F2) -------------------------------------------------------
+
+KILLED_AT_COMMIT = """
+import os, signal, sys
+from pathlib import Path
+from sitemap_crawler import api
+from sitemap_crawler.config import load_config
+from sitemap_crawler.protocol.frontier import Frontier
+# killed -9 right after a fold wrote its intent and the index holding its queued URLs,
+# before any of the intent's tickets: the moment F2 exists for
+Frontier.commit = lambda self, intent, replay=False: os.kill(os.getpid(), signal.SIGKILL)
+config = load_config(Path(sys.argv[1]))
+api.work(config.site("docs"), workers=0)
+"""
+
+
+def test_a_fold_killed_before_its_tickets_is_replayed_by_the_next_command(server, tmp_path):
+    links = "".join(f'<a href="/p{i}.html">p{i}</a> ' for i in range(4))
+    server.route("/", Response(body="<html><body><main><h1>Home</h1><p>" + "Words. " * 30
+                               + f"</p>{links}</main></body></html>"))
+    for i in range(4):
+        server.route(f"/p{i}.html", Response(body=page_html(i)))
+    server.route("/robots.txt", Response(body="User-agent: *\nAllow: /\n",
+                                         content_type="text/plain"))
+    cfg = write_config(tmp_path, server.url("/"), follow_links=True)
+    cli(cfg, "prepare", "docs")
+    r = subprocess.run([sys.executable, "-c", KILLED_AT_COMMIT, str(cfg)], capture_output=True,
+                       text=True, timeout=120)
+    assert r.returncode == -signal.SIGKILL, r.stderr[-2000:]
+    st = _state(tmp_path)
+    assert [p.name for p in (st / "frontier").iterdir() if p.name.startswith("intent-")]
+    queued = {u for u, e in read_index(st).items() if e.get("outcome") == "queued"}
+    assert queued == {server.url(f"/p{i}.html") for i in range(4)}  # known, no ticket yet
+    assert not list((st / "tickets" / "pending").iterdir())
+    cli(cfg, "work", "docs", "--workers", "1")
+    idx = read_index(st)
+    assert [idx[server.url(f"/p{i}.html")]["outcome"] for i in range(4)] == ["new"] * 4
+    assert [len(server.hits(f"/p{i}.html")) for i in range(4)] == [1] * 4  # tickets once
+    assert not list((st / "frontier").glob("intent-*"))
