@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 
 from httpserver import LocalServer, Response
-from sites import cli, doc_site, page_html, read_index, write_config
+from sites import cli, doc_site, page_html, popen_cli, read_index, write_config
 from test_trust_crash import busy_pid, journaled
 from waiting import wait_until as wait_for
 
@@ -174,3 +174,33 @@ def test_a_fold_killed_before_its_tickets_is_replayed_by_the_next_command(server
     assert [idx[server.url(f"/p{i}.html")]["outcome"] for i in range(4)] == ["new"] * 4
     assert [len(server.hits(f"/p{i}.html")) for i in range(4)] == [1] * 4  # tickets once
     assert not list((st / "frontier").glob("intent-*"))
+
+
+def test_a_worker_buried_and_pruned_while_paused_claims_nothing_when_it_wakes(server,
+                                                                              tmp_path):
+    """H5 with H7: its journal was merged and deleted while it was paused, so what it would
+    journal now would be lost; it hands back what it claims and stops."""
+    urls = doc_site(server, 12, delay=0.1)
+    cfg = write_config(tmp_path, server.url("/sitemap.xml"))
+    out, st = tmp_path / "out", _state(tmp_path)
+    cli(cfg, "prepare", "docs")
+    a = popen_cli(cfg, "work", "docs", "--workers", "1")
+    try:
+        wait_for(lambda: len(journaled(out)) >= 2)
+        pid = wait_for(lambda: busy_pid(out, set()))
+        os.kill(pid, signal.SIGSTOP)
+        try:
+            cli(cfg, "work", "docs", "--workers", "1")  # reclaims, finishes, merges
+            assert not [p for p in (st / "journal").iterdir() if f"-{pid}-" in p.name]
+            for i in range(12):
+                server.route(f"/docs/page-{i}.html", Response(body=page_html(i, version=2)))
+            cli(cfg, "prepare", "docs", "--full")
+        finally:
+            os.kill(pid, signal.SIGCONT)
+        a.communicate(timeout=120)
+    finally:
+        if a.poll() is None:
+            a.kill()
+    cli(cfg, "work", "docs", "--workers", "1")
+    idx = read_index(st)
+    assert {u: idx[u]["outcome"] for u in urls} == {u: "changed" for u in urls}
