@@ -44,6 +44,14 @@ def test_soak_local_disk(tmp_path):
                            first_faults=FAULTS, max_steps=1))
 
 
+def test_soak_local_disk_following_links(tmp_path):
+    rs = soak.run_trials(3, ["local"], 21, None, tmp_path, keep_failed=False, quiet=True,
+                         first_faults=["kill@journal", "stop", "kill@merge"], max_steps=1,
+                         links=1.0)
+    assert all(r["links"] for r in rs)
+    _judge(rs)
+
+
 @pytest.mark.netfs
 def test_soak_smb(tmp_path):
     a, _b = netfs_pair("smb")
