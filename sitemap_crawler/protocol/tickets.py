@@ -222,6 +222,7 @@ class TicketQueue:
         self.dirs = {s: state.ticket_dir(s) for s in ("pending", "claimed", "completed", "failed")}
         self.held: set[str] = set()  # names of the claimed files this queue holds (T5b)
         self.bad: set[str] = set()  # pending/ entries that are not ticket names (T10)
+        self._refused: set[str] = set()  # of those, ones quarantine/ would not take
 
     # -- listing -----------------------------------------------------------------------------
     def names(self, state: str) -> list[TicketName]:
@@ -243,8 +244,13 @@ class TicketQueue:
         """Move the pending files whose names are not ticket names (hand-made, or hostile:
         ``..%2F..``) to quarantine/ with one log line each: never claimed by a name that
         would lead elsewhere, never retried for ever."""
-        for e in sorted(self.bad):
-            quarantine(self.state.root, self.dirs["pending"] / e, "not a ticket name")
+        for e in sorted(self.bad - self._refused):
+            try:
+                quarantine(self.state.root, self.dirs["pending"] / e, "not a ticket name")
+            except OSError as err:  # left where it is (never claimed), said once
+                self._refused.add(e)
+                log.error("%s: not a ticket name; cannot move it to quarantine/: %s",
+                          self.dirs["pending"] / e, err.strerror or err)
         self.bad.clear()
 
     def counts(self) -> dict[str, int]:
