@@ -44,6 +44,14 @@ def test_soak_local_disk(tmp_path):
                            first_faults=FAULTS, max_steps=1))
 
 
+def test_soak_local_disk_following_links(tmp_path):
+    rs = soak.run_trials(3, ["local"], 21, None, tmp_path, keep_failed=False, quiet=True,
+                         first_faults=["kill@journal", "stop", "kill@merge"], max_steps=1,
+                         links=1.0)
+    assert all(r["links"] for r in rs)
+    _judge(rs)
+
+
 @pytest.mark.netfs
 def test_soak_smb(tmp_path):
     a, _b = netfs_pair("smb")
@@ -69,3 +77,26 @@ def test_soak_checks_see_damage(tmp_path):
     t.check()
     kinds = {v["kind"] for v in t.violations}
     assert {"torn_md", "missing", "tmp_left", "index_lost"} <= kinds, t.violations
+
+
+def _trial_record(violations: list[dict]) -> dict:
+    step = {"cmds": ["work soak --workers 2"], "machine": "a", "fault": "killone@journal",
+            "landed": True, "exit": [1], "stderr": ["error: work is left"]}
+    return {"trial": 0, "fs": "smb", "seed": 1, "pages": 30, "steps": [step],
+            "violations": violations, "explained": 0, "unexplained": 0, "seconds": 1.0}
+
+
+def test_summarize_reports_every_violation_as_found(tmp_path, capsys):
+    """--summarize keeps what each trial recorded: a step_exit is not judged again by a later
+    rule (here the killone rule would now excuse it), and one EIO makes known only the
+    violations whose own message shows it."""
+    runs = tmp_path / "runs.jsonl"
+    runs.write_text("\n".join(soak.json.dumps(r) for r in [
+        _trial_record([{"kind": "step_exit", "detail": "work exit 1: work is left"}]),
+        _trial_record([{"kind": "final_exit", "detail": "exit 1: [Errno 5] Input/output error"},
+                       {"kind": "missing", "detail": "http://127.0.0.1:1/docs/p-3.html"}]),
+    ]) + "\n")
+    assert soak.main(["--summarize", str(runs)]) == 1
+    out = capsys.readouterr().out
+    assert "step_exit 1" in out and "missing 1" in out, out
+    assert "final_exit (known) 1" in out and "share_eio (known) 1" in out, out

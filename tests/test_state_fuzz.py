@@ -16,6 +16,7 @@ from sitemap_crawler.protocol import index as url_index
 from sitemap_crawler.protocol.frontier import Frontier
 from sitemap_crawler.protocol.journal import Journal
 from sitemap_crawler.protocol.state import StateDir, new_worker_id
+from sitemap_crawler.protocol.tickets import TicketName
 from sitemap_crawler.timestamps import utcnow
 
 NASTY = ["../../../victim.jsonl", "/etc/hostname", "..", ".", "", "a/b.jsonl",
@@ -105,3 +106,18 @@ def test_random_and_mutated_segment_lists_segments_and_intents(tmp_path):
         assert after == outside, f"trial {trial}: a file outside the state changed"
         assert not [p for p in tmp_path.iterdir() if p.name.startswith("victim") and
                     p != victim], os.listdir(tmp_path)
+
+
+def test_random_and_mutated_ticket_names_are_exactly_ours_or_refused():
+    """A parsed name is exactly the listed one (the claim moves it by that name, T12), so
+    no decoding or normalising can lead a move elsewhere or loop on a missing file."""
+    rng = random.Random(4)
+    seeds = [b"20261121T1200ab-00001-h-127.0.0.1-8080.3_host-12-abcdef_20261123T134759Z.json",
+             b"t-1.0.json", b"t-1.0_w.json"]
+    for _ in range(3000):
+        raw = _mutate(rng, rng.choice(seeds)) + rng.choice([b"", b".json", b"%2F.json"])
+        name = raw.decode("utf-8", "replace").replace("/", "%2F").replace("\x00", "")
+        got = TicketName.parse(name)
+        if got is not None:
+            assert got.filename == name and got.file() == f"{got.ticket_id}.{got.gen}.json"
+            assert "/" not in got.filename and "%" not in got.filename

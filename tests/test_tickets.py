@@ -211,6 +211,7 @@ def test_buried_worker_notices_on_its_next_beat(tmp_path, caplog):
     Observer(tmp_path, 1).bury("h-1-aaaaaa")
     hb.beat()
     assert "judged dead by another process" in caplog.text  # H5: said, not only flagged
+    assert hb.buried.is_set()  # (and it claims no more: commands/worker.py)
     assert (tmp_path / "h-1-aaaaaa.lock").exists()
     hb.stop()
 

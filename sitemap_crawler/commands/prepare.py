@@ -56,6 +56,7 @@ import httpx
 import orjson
 
 from sitemap_crawler.commands.plan import Planner
+from sitemap_crawler.commands.scope import MANIFEST_HOSTS, MAX_HOSTS, hosts_of, manifest_hosts
 from sitemap_crawler.config import Settings, Site
 from sitemap_crawler.convert.output import OutputLayout
 from sitemap_crawler.convert.removal import remove_output, returning, tombstone
@@ -228,6 +229,7 @@ class _Tickets:
         self.hold_counted = False
         self.held: list[list[dict[str, Any]]] = []
         self.written = 0
+        self.hosts: set[str] = set()  # of the URLs ticketed (commands/scope.py)
 
     def add_new(self, entry: dict[str, Any]) -> None:
         self.batch.append(entry)
@@ -279,6 +281,7 @@ class _Tickets:
                 self.res.tickets += 1
             if self.res.dry_run:
                 continue
+            self.hosts |= hosts_of(e["url"] for e in group)
             ticket: dict[str, Any] = {
                 "ticket_id": f"{self.run}-{self.written:05d}{HOST_MARK}{tag}",
                 "site": self.site.name, "created_at": self.now, "last_seen": self.now,
@@ -448,7 +451,7 @@ class _Prepare:
         if not dry_run:
             # ticket files were written without per-file fsync: make them durable
             sync_filesystem(self.state.ticket_dir("pending"))
-            self._record(tickets.run)
+            self._record(tickets.run, tickets.hosts)
 
     def _load_index(self) -> dict[str, dict[str, Any]]:
         if self.res.dry_run:
@@ -706,11 +709,15 @@ class _Prepare:
         for u in gone:
             log.info("removed (no longer in the sitemap): %s", u, extra={"url": u})
 
-    def _record(self, run: str) -> None:
-        """This prepare's figures in manifest.json (the last 20 are kept)."""
+    def _record(self, run: str, hosts: set[str]) -> None:
+        """This prepare's figures in manifest.json (the last 20 are kept), and the hosts
+        of the URLs it queued: a worker takes ticket URLs of those only (commands/scope.py)."""
         manifest = self.state.read_manifest()
         manifest.update({"site": self.site.name, "sources": list(self.site.sources),
                          "base_dir": str(self.site.base_dir), "updated_at": utcnow()})
+        known = manifest_hosts(manifest)
+        if not hosts <= known:
+            manifest[MANIFEST_HOSTS] = sorted(known | hosts)[:MAX_HOSTS]
         history = manifest.setdefault("prepares", [])
         history.append({k: v for k, v in asdict(self.res).items()
                         if k not in ("warnings", "removed_sample")}

@@ -27,6 +27,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from sitemap_crawler.commands.scope import TicketScope
 from sitemap_crawler.config import Site
 from sitemap_crawler.convert.markdown import (
     html_to_markdown,
@@ -252,6 +253,7 @@ class Worker:
                                    tmp_dir=staging_dir(self.state, self.site.base_dir))
         hosts = {host_of(src) for src in self.site.sources}
         hosts |= {h[4:] if h.startswith("www.") else "www." + h for h in hosts}
+        self.scope = TicketScope(self.site, self.state, self.rules)
         self.gate = gate
         self.fetcher = Fetcher(s, gate=self.gate, stop=self.stop, allowed_hosts=hosts,
                                robots_store=self.state.gate_root,  # robots.py R6
@@ -302,6 +304,10 @@ class Worker:
             self.hand_back(c)
             raise WorkerFatal(f"cannot write the heartbeat file: {e.strerror} "
                               f"({e.filename})") from e
+        if self.heartbeat.buried.is_set():  # H5: its journal may be gone (H7); none of the
+            self.hand_back(c)  # ticket's URLs ran, so its progress is the file's own
+            self.stop.set()
+            return None
         return c
 
     def _show_held(self, **info: Any) -> None:
@@ -404,8 +410,12 @@ class Worker:
                  fetched: Callable[[], None] | None = None) -> None:
         url = entry["url"]
         prior: dict[str, Any] = entry.get("prior") or {}
-        r = self._fetch(url, entry, prior, lambda: self._still_ours(c),
-                        full=c.data.get("full") is True)
+        if self.scope.refuses(url):
+            # a ticket is input: another host's URL is recorded, never fetched (scope.py)
+            r = FetchResult(url, url, outcome="skipped", reason="out_of_scope")
+        else:
+            r = self._fetch(url, entry, prior, lambda: self._still_ours(c),
+                            full=c.data.get("full") is True)
         if fetched is not None:
             fetched()
         if r.outcome == "interrupted":
@@ -449,7 +459,7 @@ class Worker:
         ``ours`` is W1 right before each request: nothing is sent for a lost ticket."""
         trusted = not full and self._trusts_validators(url, prior)
         twin = entry.get("markdown_url")
-        if twin:
+        if twin and not self.scope.refuses(twin):  # (a ticket is input: scope.py)
             same = trusted and prior.get("final_url") == twin
             r = self.fetcher.fetch(twin, etag=prior.get("etag") if same else None,
                                    last_modified=prior.get("last_modified") if same else None,

@@ -21,6 +21,15 @@ Design (written before the code; the invariants are F1-F5):
   URLs are marked queued and each chunk's ticket is written unless a ticket of that id
   already exists in any state (only the lock holder writes frontier tickets, so the check
   cannot race).  So a kill -9 loses no discovered link and tickets none twice.
+* **Lagging listings (F2b).**  Replay finds intents, and a replayed chunk's ticket, by
+  listing folders; on sshfs (default cache) a new name shows in another mount's listing
+  only after 18-20 s (../shared/netfs/README.md).  Neither lag loses a link.  An intent is
+  deleted only after its tickets are written, and every ``work``, ``prepare`` and ``crawl``
+  folds (so replays) first and last: an intent a listing does not show yet is replayed by a
+  later fold, at worst by the next command.  A fold that follows a lock broken from another
+  machine comes at least ``heartbeat_timeout`` after the dead holder last touched it (kept
+  above the lag, as index.py J2 requires), when its intent shows.  A ticket a listing does
+  not show yet is written again: its URLs are fetched twice (T6), never lost.
 * **Termination (F3).**  A worker with nothing to claim folds the journals (if any grew since
   it last looked) before it decides there is no work (and one that finished a ticket folds
   when at most one ticket is left pending, so the next wave is ready before the queue runs

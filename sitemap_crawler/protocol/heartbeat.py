@@ -22,15 +22,22 @@ Protocol (measured on real shares, ../shared/netfs/README.md):
 * H4. A worker named in a claimed ticket but with no heartbeat file is watched the same way
   (its file may not be visible yet: sshfs shows new files to the other mount after ~20 s).
 * H5. A worker that was declared dead finds its file gone or renamed to ``.dead`` when it next
-  beats: it says so in the log and writes its file anew (it is alive after all).  Its tickets
-  were taken back; T2 (tickets.py) makes it drop them without writing anything more.
+  beats: it says so in the log and writes its file anew (it is alive after all), and sets
+  ``buried``.  Its tickets were taken back; T2 (tickets.py) makes it drop them without
+  writing anything more.  It takes no new ticket (commands/worker.py, after the beat that
+  follows each claim): its journal may be merged and deleted already (H7), and a record
+  appended to a deleted journal would be lost.
 * H6. A heartbeat that cannot be written is retried; after ``FAIL_AFTER`` failures in a row the
   worker is told to stop (``on_fail``) and the error is logged: a worker that cannot prove it
   is alive would soon see its tickets taken back and would repeat work for nothing.
 * H7 (pruning). ``workers/<w>.dead`` and ``workers/<w>.lock`` of a dead worker are deleted by
   the index merge (index.py J2) once no ticket is claimed under ``w`` and its journal is
   gone: by then nothing of it is left to reclaim or merge, and every later merge and
-  ``status`` would otherwise read them again, for ever.
+  ``status`` would otherwise read them again, for ever.  A ``.dead`` file without a
+  ``.lock`` beside it is what a reclaimer leaves after judging ``w`` dead (H2 over
+  ``heartbeat_timeout``, or H3): the merge counts ``w`` gone on that, whatever machine it
+  ran on (a fresh observer cannot judge a remote worker: it has not watched it), so its
+  merged journal goes too.
 """
 
 from __future__ import annotations
@@ -122,6 +129,7 @@ class Heartbeat:
         self.info: dict[str, Any] = {}
         self.on_fail = on_fail
         self.failed = threading.Event()  # H6: set when the heartbeat could not be written
+        self.buried = threading.Event()  # H5: set when it found itself judged dead
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="heartbeat", daemon=True)
         self._lock = threading.Lock()
@@ -156,8 +164,9 @@ class Heartbeat:
         except FileNotFoundError:
             # H5: somebody judged us dead and took our tickets back (T2 drops them here).
             log.warning("worker %s was judged dead by another process (paused or cut off?); "
-                        "it goes on, and drops any ticket that was taken back",
+                        "it drops any ticket that was taken back and claims no more",
                         self.worker_id)
+            self.buried.set()
             atomic_write(self.path, data)
             return
         try:

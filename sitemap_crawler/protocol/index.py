@@ -619,19 +619,23 @@ def prune_journals(state: StateDir, merged: list[Path], is_gone: Callable[[str],
     hold no claimed ticket.  ``check`` raises if the index lock was lost.  Returns files
     deleted."""
     held = claimed_owners(state)
+    try:
+        names = os.listdir(state.workers)
+    except FileNotFoundError:
+        names = []
+    # H7: a worker buried by a reclaimer (judged dead over heartbeat_timeout, or proven
+    # dead here) that has not beaten since: gone, on whatever machine it ran
+    buried = ({n[:-5] for n in names if n.endswith(".dead")}
+              - {n[:-5] for n in names if n.endswith(".lock")})
     n = 0
     for path in merged:
         owner = owner_of(path)
         if owner in held:
             continue
-        if path.name.endswith(".closed.jsonl") or is_gone(owner):
+        if path.name.endswith(".closed.jsonl") or owner in buried or is_gone(owner):
             check()
             n += unlink_quiet(path, busy_ok=True)
     left = {owner_of(p) for p in journal_files(state.journal)}
-    try:
-        names = os.listdir(state.workers)
-    except FileNotFoundError:
-        return n
     for name in names:
         wid, dot, kind = name.rpartition(".")
         if not dot or kind not in ("dead", "lock") or wid in held or wid in left:

@@ -10,7 +10,8 @@ Layout (roadmap v0.4.0)::
     {base_output_dir}/.crawl-state/.hosts/<host>/   politeness tokens of every site (hostgate.py)
     {base_output_dir}/.crawl-state/.hosts-workers/  heartbeats of the processes holding them
       locks/                                        rename tokens for state-wide jobs
-      manifest.json                                 what prepare and the crawls did
+      manifest.json                                 what prepare and the crawls did, and the
+                                                    hosts prepare queued (commands/scope.py)
       excluded.jsonl                                URLs the last prepare left out, and why
       url-index.json                                url -> validators, hashes, file path (base)
       url-index.d/<seq>-<writer>.jsonl              what later merges learnt (see index.py)

@@ -52,8 +52,9 @@ Invariants (see ../shared/netfs/README.md for why each primitive was chosen):
   finished is never deleted whatever the clocks say; a clock skew only moves *when* a
   finished one goes.  url-index.json holds each URL's outcome, so nothing is lost with them.
   ``failed/`` is never pruned: it waits for ``resume``.
-* T8 (durability). Every move between states fsyncs both directories (fsutil D) before the
-  mover acts on it; tickets added by prepare are made durable by one ``syncfs`` at its end (fsutil).
+* T8 (durability). Every move between states fsyncs both directories (fsutil D; a share's
+  are not: the server did the rename when it answered) before the mover acts on it;
+  tickets added by prepare are made durable by one ``syncfs`` at its end (fsutil).
 * T9 (keyed by host).  A ticket holds the URLs of one host, and its id ends in
   ``-h-<host tag>`` (:func:`host_tag`), so a worker can choose, from a listing alone, a ticket
   of a host it is not busy with (commands/dispatch.py).  The tag is a hint for scheduling,
@@ -77,6 +78,10 @@ Invariants (see ../shared/netfs/README.md for why each primitive was chosen):
   copy it), so a full round interrupted and finished later stays full.
 * T6 (at-least-once). Every URL of a ticket is processed at least once; results (markdown
   files, journal records) are idempotent, so doing one twice is harmless.
+* T12 (names are input).  A listed name is a ticket's only if it is exactly a name the queue
+  makes (``[A-Za-z0-9._-]``, and what :meth:`TicketName.file` gives back for it): nothing
+  is decoded, so no name can lead a move out of its folder.  A worker moves any other
+  ``*.json`` in pending/ to quarantine/ with one log line before it claims.
 """
 
 from __future__ import annotations
@@ -92,7 +97,6 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
-from urllib.parse import unquote
 
 import orjson
 
@@ -106,6 +110,7 @@ from sitemap_crawler.protocol.fsutil import (
 )
 from sitemap_crawler.protocol.hostgate import host_key
 from sitemap_crawler.protocol.state import StateDir
+from sitemap_crawler.protocol.untrusted import quarantine
 from sitemap_crawler.timestamps import parse_ts, utcnow
 
 log = logging.getLogger(__name__)
@@ -120,6 +125,7 @@ def claimed_owners(state: StateDir) -> set[str]:
     return {n.owner for n in (TicketName.parse(e) for e in entries) if n and n.owner}
 
 HOST_MARK = "-h-"
+_NAME_RE = re.compile(r"[A-Za-z0-9._-]+\.json")  # every name the queue makes
 _TAG_RE = re.compile(r"[^a-z0-9.-]")
 
 
@@ -169,12 +175,12 @@ class TicketName:
 
     @classmethod
     def parse(cls, name: str) -> TicketName | None:
-        if not name.endswith(".json") or name.startswith(TMP_PREFIX):
+        if not _NAME_RE.fullmatch(name) or name.startswith(TMP_PREFIX):
             return None
-        # smbnetfs lists some characters %-escaped (seen: '@' as '%40'), though it opens the
-        # real name; our names use only [A-Za-z0-9._-], '_' separates the owner and then
-        # the stamp (neither ticket ids nor worker ids contain '_').
-        stem = unquote(name[:-5])
+        # Our names use only [A-Za-z0-9._-] (smbnetfs %-escapes others in listings, so a
+        # name with '%' is not ours: never decoded); '_' separates the owner and then the
+        # stamp (neither ticket ids nor worker ids contain '_').
+        stem = name[:-5]
         base, _, rest = stem.partition("_")
         owner, _, stamp = rest.partition("_")
         tid, _, gen = base.rpartition(".")
@@ -182,7 +188,9 @@ class TicketName:
             return None
         if stamp and (not owner or stamp_seconds(stamp) is None):
             owner, stamp = rest, ""  # not a stamp: an owner with '_' (never ours) stays whole
-        return cls(tid, int(gen), owner or None, stamp or None)
+        got = cls(tid, int(gen), owner or None, stamp or None)
+        # only a name that is exactly what file() makes can be moved by it ("t.007", "t.0_")
+        return got if got.filename == name else None
 
     def file(self, owner: str | None = None, gen: int | None = None,
              done_at: str | None = None) -> str:
@@ -231,6 +239,8 @@ class TicketQueue:
         self.dirs = {s: state.ticket_dir(s) for s in ("pending", "claimed", "completed", "failed")}
         self.held: set[str] = set()  # names of the claimed files this queue holds (T5b)
         self.view = PendingView(self.dirs["pending"])
+        self.bad: set[str] = set()  # pending/ entries that are not ticket names (T12)
+        self._refused: set[str] = set()  # of those, ones quarantine/ would not take
 
     # -- listing -----------------------------------------------------------------------------
     def names(self, state: str) -> list[TicketName]:
@@ -238,9 +248,28 @@ class TicketQueue:
             entries = os.listdir(self.dirs[state])
         except FileNotFoundError:
             return []
-        out = [n for n in (TicketName.parse(e) for e in entries) if n is not None]
+        out = []
+        for e in entries:
+            n = TicketName.parse(e)
+            if n is not None:
+                out.append(n)
+            elif state == "pending" and e.endswith(".json") and not e.startswith(TMP_PREFIX):
+                self.bad.add(e)
         out.sort(key=lambda n: (n.ticket_id, n.gen))
         return out
+
+    def quarantine_bad_names(self) -> None:
+        """Move the pending files whose names are not ticket names (hand-made, or hostile:
+        ``..%2F..``) to quarantine/ with one log line each: never claimed by a name that
+        would lead elsewhere, never retried for ever."""
+        for e in sorted(self.bad - self._refused):
+            try:
+                quarantine(self.state.root, self.dirs["pending"] / e, "not a ticket name")
+            except OSError as err:  # left where it is (never claimed), said once
+                self._refused.add(e)
+                log.error("%s: not a ticket name; cannot move it to quarantine/: %s",
+                          self.dirs["pending"] / e, err.strerror or err)
+        self.bad.clear()
 
     def counts(self) -> dict[str, int]:
         """Tickets per state, each ticket counted once even if a crash left two copies."""
@@ -266,17 +295,22 @@ class TicketQueue:
         choice, e.g. by the host in the ticket id (T9).  None if nothing wanted is pending."""
         view = self.view
         if view.stale():
-            view.relist()
+            self._relist()
         got, tried = self._claim_from(view, rank)
         if got is None and tried and not view.fresh:
             # Every candidate was gone: others drained what this view saw; look again (T10).
-            view.relist()
+            self._relist()
             got, _ = self._claim_from(view, rank)
         if got is None and not view.size and not view.fresh:
-            view.relist()  # empty: new tickets may have come since the last listing
+            self._relist()  # empty: new tickets may have come since the last listing
             got, _ = self._claim_from(view, rank)
         view.fresh = False
         return got
+
+    def _relist(self) -> None:
+        """List pending/ again (T10); what is not a ticket name goes to quarantine (T12)."""
+        self.bad |= self.view.relist()
+        self.quarantine_bad_names()
 
     def _claim_from(self, view: PendingView, rank: Callable[[TicketName], int | None] | None,
                     ) -> tuple[Claimed | None, int]:
@@ -530,17 +564,22 @@ class PendingView:
         return (self.size == 0 or self.size * 2 < self.listed
                 or age > max(RELIST_MIN, RELIST_FACTOR * self.took))
 
-    def relist(self) -> None:
+    def relist(self) -> set[str]:
+        """List pending/ again; returns the ``*.json`` names there that are not ticket
+        names (T12)."""
         t0 = time.monotonic()
         try:
             entries = os.listdir(self.directory)
         except FileNotFoundError:
             entries = []
         tags: dict[str | None, list[TicketName]] = {}
+        bad = set()
         for e in entries:
             n = TicketName.parse(e)
             if n is not None and n.owner is None:
                 tags.setdefault(ticket_host(n.ticket_id), []).append(n)
+            elif n is None and e.endswith(".json") and not e.startswith(TMP_PREFIX):
+                bad.add(e)
         for names in tags.values():
             names.sort(key=lambda n: (n.ticket_id, n.gen), reverse=True)
         self.tags = tags
@@ -548,6 +587,7 @@ class PendingView:
         self.at = time.monotonic()
         self.took = self.at - t0
         self.fresh = True
+        return bad
 
     def add(self, name: TicketName) -> None:
         """A ticket this queue wrote into pending/: claimable at once (it goes to the far end
