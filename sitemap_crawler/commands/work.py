@@ -27,6 +27,7 @@ import sys
 import threading
 import time
 from collections import Counter
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -145,8 +146,11 @@ class Display:
     (``links_queued``), never less than what is done: link following finds its work as it
     goes, so a total fixed at the start read ``278/1 URLs ... ETA -10s``."""
 
-    def __init__(self, site: str, total: int) -> None:
-        self.site, self.total, self.t0 = site, total, time.monotonic()
+    def __init__(self, site: str, total: int | Callable[[], int]) -> None:
+        self.site, self.t0 = site, time.monotonic()
+        self.total: int | None = total if isinstance(total, int) else None
+        if not isinstance(total, int):  # counted beside the crawl, not before it starts
+            threading.Thread(target=self._count, args=(total,), daemon=True).start()
         self.last_line = self.t0
         self.progress = None
         if sys.stderr.isatty():
@@ -161,11 +165,16 @@ class Display:
                                      MofNCompleteColumn(), TextColumn("{task.fields[rate]}"),
                                      TimeRemainingColumn(), transient=True)
             self.progress.start()
-            self.task = self.progress.add_task(site, total=total, rate="")
+            self.task = self.progress.add_task(site, total=self.total, rate="")
+
+    def _count(self, total: Callable[[], int]) -> None:
+        with contextlib.suppress(OSError):
+            self.total = total()
 
     def update(self, totals: Counter[str], workers: int) -> None:
         done = totals["urls"]
-        total = max(self.total + totals["links_queued"], done)
+        # None while the waiting tickets are still being counted: "?" rather than a guess
+        total = None if self.total is None else max(self.total + totals["links_queued"], done)
         dt = max(1e-6, time.monotonic() - self.t0)
         rate = done / dt
         if self.progress is not None:
@@ -173,9 +182,9 @@ class Display:
                                  rate=f"{rate:.1f} pages/s, {workers} workers")
         elif time.monotonic() - self.last_line >= 10:
             self.last_line = time.monotonic()
-            eta = f"{(total - done) / rate:.0f}s" if rate > 0 else "?"
-            log.info("%s: %d/%d URLs, %.1f pages/s, %d workers, ETA %s", self.site, done,
-                     total, rate, workers, eta)
+            eta = f"{(total - done) / rate:.0f}s" if rate > 0 and total is not None else "?"
+            log.info("%s: %d/%s URLs, %.1f pages/s, %d workers, ETA %s", self.site, done,
+                     "?" if total is None else total, rate, workers, eta)
 
     def close(self) -> None:
         if self.progress is not None:
@@ -250,7 +259,10 @@ def run_sites(config_path: Path, sites: list[Site], workers: int) -> dict[str, C
     q = ctx.Queue()
     written = ctx.Value("q", 0)
     inboxes = [ctx.Queue() for _ in range(workers)]
-    total = sum(TicketQueue(st, "runner").remaining_urls() for st in states)
+
+    def total() -> int:  # reads every waiting ticket: on a share, seconds for 10,000 of them
+        return sum(TicketQueue(st, "runner").remaining_urls() for st in states)
+
     procs = [ctx.Process(target=_child, args=(sites, stop, q, inboxes[i], written, os.getpid(),
                                               workers), name=f"worker-{i}")
              for i in range(workers)]
