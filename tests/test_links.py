@@ -143,8 +143,11 @@ def test_a_kill_9_mid_crawl_loses_no_link_and_fetches_only_in_flight_pages_twice
     # 2 workers with at most max_in_flight = 4 URLs in flight each (fetching or converting);
     # only pages sent shortly before the kill (answers take 0.03 s) come again
     assert len(twice) <= 8 and max(hits.values()) <= 2, twice
+    # sent shortly before the kill: a URL is in flight until its page is converted and
+    # journaled (1 s on a loaded machine), and the server's stamp can lag the send (up to
+    # 0.1 s seen on a loaded machine), never precede it
     first = {p: min(r.t for r in server.requests if r.path == p) for p in twice}
-    assert all(t_kill - 0.5 <= t <= t_kill for t in first.values()), (t_kill, first)
+    assert all(t_kill - 1.0 <= t <= t_kill + 0.25 for t in first.values()), (t_kill, first)
     assert set(written(tmp_path / "out")) == {server.url(p) for p in paths}
 
 

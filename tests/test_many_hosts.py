@@ -104,8 +104,11 @@ def test_a_worker_waiting_on_one_hosts_delay_fetches_from_another(hosts, tmp_pat
     cli(cfg, "work", "--workers", "1")
     ta, tb = page_times(a), page_times(b)
     assert len(ta) == len(tb) == 4
-    between = [sum(x < t < y for t in tb) for x, y in itertools.pairwise(ta)]
-    assert all(n >= 1 for n in between), (ta, tb)
+    # Side by side, both hosts' 4 pages take the 3 delays of one; one after the other (a
+    # worker sleeping on A's gate) 7. (Comparing single stamps failed when the two hosts'
+    # requests came in the same millisecond, in either order.)
+    assert max(ta + tb) - min(ta + tb) < 3 * 1.0 + 1.0, (ta, tb)
+    assert min_gap(ta) >= 1.0 - TOLERANCE and min_gap(tb) >= 1.0 - TOLERANCE
 
 
 def two_sites_one_host(srv: LocalServer, n: int) -> None:

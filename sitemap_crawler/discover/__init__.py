@@ -12,5 +12,6 @@ parser), ``llmstxt`` (llms.txt, llms-full.txt, URL lists, .md twins), ``urls``
 within the ``cache_sitemaps`` max age).
 
 May import: the base modules (config, errors, logs, timestamps, frontmatter),
-``fetch.decoding`` (bounded Content-Encoding) and ``protocol.fsutil`` (atomic files).
+``fetch.decoding`` (bounded Content-Encoding), ``fetch.netguard`` (the error a refused
+address raises, told apart from a host that is down) and ``protocol.fsutil`` (atomic files).
 """
