@@ -397,3 +397,48 @@ def test_links_to_the_readers_own_disk_are_text():
             'default-jdk-doc/api/java/lang/String.html" title="class in java.lang">String</a>'
             " and trims it.</p></main>")
     assert convert(body) == "# StringUtils\n\nTakes a String and trims it.\n"
+
+
+def test_a_story_in_lines_split_by_br_outweighs_a_short_sidebar():
+    # phpBB posts are one div.content of lines parted by <br>; each line is a paragraph for
+    # the density pick, not one paragraph capped at its length (a blog's story prompted it)
+    line = "The upgrade went fine on the test box after the cache was cleared twice. " * 2
+    post = '<div class="postbody"><div class="content">' + "<br><br>".join(
+        [line] * 8) + "</div></div>"
+    side = ('<div class="column"><p>Our forum is run by volunteers from the whole region.</p>'
+            "<p>Please read the rules before posting in any board of ours.</p>"
+            "<p>The next meeting is in the town hall in the spring.</p></div>")
+    md = convert(f'<div id="wrap"><div id="page-body">{post}</div>{side}</div>')
+    assert md.count("The upgrade went fine") == 16
+    assert "volunteers" not in md and "read the rules" not in md
+
+
+def test_summaries_inside_a_cards_link_are_not_the_pages_text():
+    # Ghost's Casper wraps each card's title and excerpt in one link (a news site's guide
+    # list, <a><p>summary</p></a>, prompted it): link text, however long, is a teaser
+    story = "".join(f"<p>Paragraph {i} of the release notes, with the fixes, the changes, "
+                    "and the thanks to everyone who reported a problem.</p>" for i in range(4))
+    card = ('<article class="post-card"><a class="post-card-content-link" href="/p{0}/">'
+            '<header class="post-card-header"><h2 class="post-card-title">Post {0}</h2>'
+            '</header><section class="post-card-excerpt"><p>An excerpt of post {0}, about '
+            "the weather, the garden, the cats, and the long evenings of the autumn.</p>"
+            "</section></a></article>")
+    cards = '<div class="post-feed">' + "".join(card.format(i) for i in range(6)) + "</div>"
+    md = convert(f'<div class="site-content"><h1>Release 2.1</h1>{story}</div>'
+                 f'<div class="read-next">{cards}</div>')
+    assert md.count("of the release notes") == 4 and "An excerpt" not in md
+
+
+def test_a_class_whose_last_word_is_a_widgets_names_that_widget():
+    # WordPress themes: div.entry-meta (posted on, by) inside the article; "entry" names the
+    # content, "meta" the box (WSJ's li.article-breadCrumb prompted it).  A box's own
+    # header (Bootstrap's div.card-header > h5, BEM "article-boxout__header") is its title.
+    text = "The garden was planted in April, and watered, weeded and harvested by hand. " * 3
+    body = f"""<main><h1>Our garden</h1>
+      <div class="entry-meta"><span class="posted-on">Posted on <a href="/2019/04/">April
+      3, 2019</a></span> <span class="byline">by <a href="/author/ann/">Ann</a></span></div>
+      <p>{text}</p><div class="card"><div class="card-header"><h5>What we grew</h5></div>
+      <div class="card-body"><p>{text}</p></div></div></main>"""
+    md = convert(body)
+    assert "Posted on" not in md and "Ann" not in md
+    assert "##### What we grew\n" in md and md.count("The garden was planted") == 6

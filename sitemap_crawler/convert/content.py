@@ -47,7 +47,6 @@ from sitemap_crawler.convert.density import (
 from sitemap_crawler.convert.shapes import code_language, code_lines, grid_columns
 from sitemap_crawler.convert.signals import (
     ANY_WORD_RE,
-    CONTENT_RE,
     HAS_HEADING,
     HEADING_TAGS,
     INLINE,
@@ -57,6 +56,7 @@ from sitemap_crawler.convert.signals import (
     STRONG_RE,
     WEAK_RE,
     class_words,
+    content_named,
     link_len,
     text_len,
 )
@@ -192,7 +192,7 @@ def _widgets(root: Any, news: bool) -> set[Any]:
             continue  # a word of a sentence, a heading or a line of code (b.menu, span.comment)
         strong = STRONG_RE.search(names) or news_word
         weak = not strong and WEAK_RE.search(names)
-        if not (strong or weak) or CONTENT_RE.search(names):
+        if not (strong or weak) or content_named(names):
             continue
         if el.get("role") == "tablist" or el.find(".//*[@role='tab']") is not None:
             continue  # tab labels: the renderer puts each above its panel
@@ -208,6 +208,8 @@ def _widgets(root: Any, news: bool) -> set[Any]:
         if protected(el, size, 0.6 if strong else 0.4) or \
                 (links <= 0.3 * size and _holds_prose(el, names, news)):
             continue
+        if weak and _box_header(el):
+            continue  # a box's header is its title ("article-boxout__header" > h3)
         if strong or (size and links / size > 0.5) or size < 80:
             out.add(el)
     for lst in root.iter("ul", "ol", "div", "section", "details"):
@@ -283,6 +285,18 @@ def _reference(el: Any) -> bool:
         return True
     for h in el.iter("h2", "h3", "h4", "h5", "h6"):
         if h.get("id") and int(STRLEN(h)) > link_len(h):
+            return True
+    return False
+
+
+def _box_header(el: Any) -> bool:
+    """Is ``el`` the title of the block it opens: a heading that is text, not a link (a
+    site's linked logo), with the box's text after it (a widget holds its own text)?"""
+    if sum(text_len(s) for s in el.itersiblings()) < 100:
+        return False
+    for h in el.iter("h1", "h2", "h3", "h4", "h5", "h6"):
+        size = int(STRLEN(h))
+        if size and link_len(h) < 0.5 * size:
             return True
     return False
 
