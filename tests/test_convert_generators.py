@@ -442,3 +442,25 @@ def test_a_class_whose_last_word_is_a_widgets_names_that_widget():
     md = convert(body)
     assert "Posted on" not in md and "Ann" not in md
     assert "##### What we grew\n" in md and md.count("The garden was planted") == 6
+
+
+def test_a_word_of_a_term_or_heading_is_not_a_widgets_text():
+    # Sphinx documents a method named next(): the word alone matches a "Next" pager's text,
+    # but it is a term's name, and the entry stays (rustdoc's "fn next" heading prompted it)
+    body = """<main><h1>Reader</h1><p>The reader reads rows from the file, one at a time,
+      until the end.</p><dl class="py method"><dt class="sig sig-object py" id="Reader.next">
+      <span class="sig-name descname"><span class="pre">next</span></span><span
+      class="sig-paren">(</span><span class="sig-paren">)</span></dt><dd><p>The next row.</p>
+      </dd></dl><div class="footer-nav"><a href="/p/">Previous</a></div></main>"""
+    md = convert(body)
+    assert "**next()**\n\nThe next row.\n" in md and "Previous" not in md
+
+
+def test_hover_text_inside_a_heading_is_left_out():
+    # the CSS-only tooltip (span.tooltip > span.tooltiptext, shown on hover) in a title;
+    # rustdoc's "Notable traits" box inside a method's h4 prompted it
+    body = """<main><h2>Limits <span class="tooltip">&#9432;<span class="tooltiptext">Counted
+      per account, reset at midnight UTC</span></span></h2><p>Each account may send 100
+      requests an hour.</p></main>"""
+    md = convert(body)
+    assert md.startswith("## Limits\n\nEach account") and "midnight" not in md

@@ -246,7 +246,9 @@ def _widgets(root: Any, news: bool) -> set[Any]:
                 continue
             if el is root or text_len(el) > 160:
                 continue
-            el = _climb(el, root, 160)
+            start, el = el, _climb(el, root, 160)
+            if _in_title(start, el) and not _WIDGET_TEXT_RE.match(" ".join(STR(el).split())):
+                continue  # a word of a heading or a term ("fn next(&mut self)"), not a widget
             if not protected(el, text_len(el)):
                 out.add(el)
     # a group of three or more teaser cards (linked headlines of other pages: related posts,
@@ -286,6 +288,18 @@ def _reference(el: Any) -> bool:
     for h in el.iter("h2", "h3", "h4", "h5", "h6"):
         if h.get("id") and int(STRLEN(h)) > link_len(h):
             return True
+    return False
+
+
+def _in_title(start: Any, top: Any) -> bool:
+    """Is ``start`` inside a heading or a term at or below ``top``?"""
+    node = start
+    while node is not None:
+        if node.tag in HEADING_TAGS or node.tag == "dt":
+            return True
+        if node is top:
+            return False
+        node = node.getparent()
     return False
 
 

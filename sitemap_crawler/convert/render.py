@@ -44,6 +44,7 @@ NEVER = frozenset({
 BOILERPLATE = NEVER | {"header", "aside"}
 NAV_ROLES = frozenset({"navigation", "banner", "contentinfo", "search"})
 BODY_NAV_ROLES = NAV_ROLES | {"complementary"}
+_TOOLTIP_RE = re.compile(r"(?:^|[\s_-])(?:tooltip|tooltiptext|popover|tippy)(?:$|[\s_-])", re.I)
 _PERMALINK_CLASSES = frozenset({"headerlink", "hash-link", "anchor-link", "anchorjs-link",
                                 "header-anchor", "heading-anchor", "permalink"})
 _PERMALINK_TEXTS = frozenset({"", "¶", "§", "#", "🔗", "⚓", "◆"})
@@ -130,6 +131,7 @@ class Renderer:
         self.sep = 0  # before the next block: 0 nothing, 1 newline, 2 blank line
         self.flushes = 0
         self.cell = False  # rendering a table cell: one line
+        self.in_heading = False
         self.tab_labels: list[str] = []
         self.panel_labels: dict[Any, str] = {}
         self.depth = 0
@@ -242,6 +244,8 @@ class Renderer:
         cls = attrib.get("class")
         if cls and tag in ("a", "span", "td", "div") and is_gutter(cls):
             return True
+        if cls and self.in_heading and _TOOLTIP_RE.search(cls):
+            return True  # hover text in a title (rustdoc's "Notable traits" box): one line
         if tag == "a":
             if cls and not _PERMALINK_CLASSES.isdisjoint(cls.split()):
                 return True
@@ -421,7 +425,11 @@ class Renderer:
         self.brk(2)
 
     def heading(self, el: Any) -> None:
-        text = self.inline_block(el)
+        self.in_heading = True
+        try:
+            text = self.inline_block(el)
+        finally:
+            self.in_heading = False
         if text:
             if self.cell:
                 self.emit(["**" + text + "**"])
