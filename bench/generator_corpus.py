@@ -101,7 +101,7 @@ GENERATORS = [
     Generator("gtk-doc", "libglib2.0-doc", "libglib2.0-doc/glib/*.html",
               ("//div[@class='refentry']", "//div[@class='chapter']"), ()),
     Generator("gi-docgen", "libgtk-4-doc", "libgtk-4-doc/gtk4/*.html",
-              ("//section[@id='main']",), (".//button",)),
+              ("//section[@id='main']",), (".//button", ".//a[@class='srclink']")),
     Generator("sphinx-flask", "python-flask-doc", "python-flask-doc/html/**/*.html",
               ("//div[@role='main']",), _PERMALINKS),
     Generator("sphinx-zzzeeksphinx", "python-sqlalchemy-doc",

@@ -464,3 +464,14 @@ def test_hover_text_inside_a_heading_is_left_out():
       requests an hour.</p></main>"""
     md = convert(body)
     assert md.startswith("## Limits\n\nEach account") and "midnight" not in md
+
+
+def test_a_heading_holding_blocks_stays_one_heading():
+    # a title in a <div> beside an anchor <div>, as component-based generators write them
+    # (Erlang's docs, h3 > div.title-name beside div.title-anchors, prompted it): the heading
+    # is still one line at its level
+    body = """<main><h1>Quickstart</h1><h2 class="flex group" id="install">
+      <div class="absolute"><a href="#install" aria-label="Navigate to header">&#8203;</a>
+      </div><div class="heading-title">Install <code>the CLI</code></div></h2>
+      <p>Run the installer once.</p></main>"""
+    assert convert(body) == "# Quickstart\n\n## Install `the CLI`\n\nRun the installer once.\n"

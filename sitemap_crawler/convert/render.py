@@ -130,7 +130,8 @@ class Renderer:
         self.stack: list[list[Any]] = []  # [first prefix, other prefix, first used]
         self.sep = 0  # before the next block: 0 nothing, 1 newline, 2 blank line
         self.flushes = 0
-        self.cell = False  # rendering a table cell: one line
+        self.cell = False  # rendering a table cell (or a heading holding blocks): one line
+        self.cell_sep = "<br>"  # between the lines of a cell
         self.in_heading = False
         self.tab_labels: list[str] = []
         self.panel_labels: dict[Any, str] = {}
@@ -196,7 +197,7 @@ class Renderer:
                 return
             lines = [line]
         if self.cell:
-            self.emit(["<br>".join(lines)])
+            self.emit([self.cell_sep.join(lines)])
             return
         for i, line in enumerate(lines):
             m = _LINE_START_RE.match(line)
@@ -426,8 +427,12 @@ class Renderer:
 
     def heading(self, el: Any) -> None:
         self.in_heading = True
-        try:
-            text = self.inline_block(el)
+        try:  # (Erlang's docs put the title in h3 > div.title-name: blocks, one line)
+            if el.find(".//div") is None and el.find(".//p") is None:
+                text = self.inline_block(el)
+            else:
+                self.brk(2)
+                text = self._one_line(el, " ")
         finally:
             self.in_heading = False
         if text:
@@ -636,13 +641,18 @@ class Renderer:
         return rows
 
     def _cell(self, td: Any) -> str:
-        saved = (self.lines, self.parts, self.sep, self.stack, self.cell)
+        return self._one_line(td, "<br>").replace("|", r"\|")
+
+    def _one_line(self, el: Any, sep: str) -> str:
+        """The content of ``el``, blocks included, as one line (lines joined by ``sep``)."""
+        saved = (self.lines, self.parts, self.sep, self.stack, self.cell, self.cell_sep)
         self.lines, self.parts, self.sep, self.stack, self.cell = [], [], 0, [], True
-        self.children(td)
+        self.cell_sep = sep
+        self.children(el)
         self.flush()
         text = " ".join(self.lines).strip()
-        self.lines, self.parts, self.sep, self.stack, self.cell = saved
-        return text.replace("|", r"\|")
+        self.lines, self.parts, self.sep, self.stack, self.cell, self.cell_sep = saved
+        return text
 
     # --- inline ------------------------------------------------------------------------------
 
