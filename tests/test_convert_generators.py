@@ -475,3 +475,27 @@ def test_a_heading_holding_blocks_stays_one_heading():
       </div><div class="heading-title">Install <code>the CLI</code></div></h2>
       <p>Run the installer once.</p></main>"""
     assert convert(body) == "# Quickstart\n\n## Install `the CLI`\n\nRun the installer once.\n"
+
+
+def test_a_reference_page_is_all_its_sections_when_one_is_long():
+    # DocBook XSL refentry as PostgreSQL's reference pages are built (gtk-doc's GLib pages
+    # prompted it, the same markup): short Synopsis, Description and See Also sections
+    # beside one long Parameters section, each opened by an empty <a name> target; the page
+    # is every section, not the long one
+    param = "<dt><code>name</code></dt><dd><p>" + "The name of the table to alter, which " \
+        "may be schema-qualified, and must exist, or an error is raised. " * 3 + "</p></dd>"
+    page = f"""<html><body><div class="navheader"><a href="p.html">Prev</a></div>
+      <div class="refentry"><div class="refnamediv"><h2><span class="refentrytitle">ALTER
+        TABLE</span></h2><p>ALTER TABLE — change the definition of a table</p></div>
+      <div class="refsynopsisdiv"><a name="s1"></a><h2>Synopsis</h2>
+        <pre class="synopsis">ALTER TABLE name RENAME TO new_name</pre></div>
+      <div class="refsect1"><a name="s2"></a><h2>Description</h2><p>ALTER TABLE changes the
+        definition of an existing table.</p></div>
+      <div class="refsect1"><a name="s3"></a><h2>Parameters</h2><dl>{param * 12}</dl></div>
+      <div class="refsect1"><a name="s4"></a><h2>See Also</h2><p>CREATE TABLE, DROP TABLE, ALTER
+        INDEX, ALTER VIEW</p></div></div>
+      <div class="navfooter"><a href="n.html">Next</a></div></body></html>"""
+    md = html_to_markdown(page, URL).markdown
+    for title in ("## Synopsis", "## Description", "## Parameters", "## See Also"):
+        assert f"\n{title}\n" in md, title
+    assert code_blocks(md) == ["ALTER TABLE name RENAME TO new_name\n"]

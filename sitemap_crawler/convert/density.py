@@ -240,13 +240,16 @@ def _one_of_sections(el: Any, scores: dict[Any, float]) -> bool:
     parent = el.getparent()
     if parent is None or (cls is None and el.tag != "section"):
         return False  # (unnamed divs are columns as often as sections)
-    others = sum(scores.get(s, 0.0) for s in parent
-                 if s is not el and s.tag == el.tag and s.get("class") == cls and _titled(s))
-    return others >= 0.15 * scores.get(el, 0.0)
+    others = [scores.get(s, 0.0) for s in parent
+              if s is not el and s.tag == el.tag and s.get("class") == cls and _titled(s)]
+    # (a reference page's long "Functions" beside short "Includes" and "Description": 3+)
+    return sum(others) >= 0.15 * scores.get(el, 0.0) or sum(o > 0 for o in others) >= 2
 
 
 def _titled(el: Any) -> bool:
-    first = next((c for c in el if isinstance(c.tag, str)), None)
+    # (gtk-doc opens each section with an empty <a name=...> target before its heading)
+    first = next((c for c in el if isinstance(c.tag, str)
+                  and not (c.tag == "a" and not int(STRLEN(c)))), None)
     if first is None:
         return False
     if first.tag in HEADING_TAGS:
