@@ -499,3 +499,19 @@ def test_a_reference_page_is_all_its_sections_when_one_is_long():
     for title in ("## Synopsis", "## Description", "## Parameters", "## See Also"):
         assert f"\n{title}\n" in md, title
     assert code_blocks(md) == ["ALTER TABLE name RENAME TO new_name\n"]
+
+
+def test_a_news_pages_widget_labels_go_and_the_same_words_in_text_stay():
+    # a Guardian-style story: "Advertisement" and "Share on Facebook" boxes, a "12 comments"
+    # counter; the words in a sentence, a heading and a signature stay (a WordPress
+    # "Share this on WhatsApp" button prompted it)
+    story = "<p>" + "The council voted on the plan, and the vote was close, again. " * 4 + "</p>"
+    body = f"""<article><h1>Vote</h1>{story}<div class="x"><span>Advert</span></div>
+      <div class="bar"><a href="https://facebook.example/share">Share on Facebook</a></div>
+      <p>Read the <a href="#c">comments</a> below.</p><div><span>12 comments</span></div>
+      <div class="sig"><a href="#comment">comment</a><span>?: string</span></div>
+      <h3>Comments</h3><p>None yet, and the thread is open for a week.</p></article>"""
+    md = convert(body, head=ARTICLE)
+    assert "Advert" not in md and "Share on" not in md and "12 comments" not in md
+    assert "Read the [comments](" in md and "### Comments\n" in md
+    assert "[comment](https://docs.example.com/guide/page/#comment)?: string" in md

@@ -74,6 +74,12 @@ _WIDGET_TEXT_RE = re.compile(
     r"back to top|skip to|defined in \S+\.\w+:\d+\s*$|"
     r"(?:« ?|← ?|‹ ?)?(?:previous|prev|next)(?: ?»| ?→| ?›)?\s*(?:page|article|post|chapter)?"
     r"\s*:?\s*$|advertisement\s*$|sign up for|subscribe to|follow us)", re.I)
+# a news page's widget labels, each the whole text of its element ("Advert", "12 Comments",
+# "Share this on WhatsApp"); not a heading's or a term's
+_NEWS_LABEL_RE = re.compile(
+    r"^\s*(?:advert(?:isement)?|(?:\d+\s+)?(?:user\s+)?comments?(?:\s*\(\+?\d*\))?|"
+    r"subscribe|share (?:this |it )?(?:on|via|with) [\w .+-]{1,20}|breaking news emails|"
+    r"related (?:stories|posts|links|articles|news|coverage|content))\s*:?\s*$", re.I)
 _KEEP_TAGS = frozenset({"h1", "h2", "pre", "table"})
 _NEWS_KINDS = frozenset({"article", "articleBody"})
 _COMMENT_RE = re.compile(r"comment", re.I)
@@ -240,12 +246,18 @@ def _widgets(root: Any, news: bool) -> set[Any]:
     for a in root.xpath(".//a[@rel='prev' or @rel='next']"):
         out.add(_climb(a, root, 200))
     for s in _SHORT_TEXTS_OUTSIDE_CODE(root):  # (a table's cells are its data)
-        if _WIDGET_TEXT_RE.match(s) and not _IN_CELL(s.getparent()):
+        label = news and _NEWS_LABEL_RE.match(s)
+        if (label or _WIDGET_TEXT_RE.match(s)) and not _IN_CELL(s.getparent()):
             el = s.getparent()
             if s.is_tail:
                 continue
             if el is root or text_len(el) > 160:
                 continue
+            if label and not _WIDGET_TEXT_RE.match(s) and \
+                    (_words(el) != _words(s) or not _alone(el)
+                     or (el.tag in _INLINE_MORE and _in_text(el)) or _in_title(el, root)):
+                continue  # a label is all its box says, not a word of a sentence or of a
+                # signature ("comment?: string", TypeDoc)
             start, el = el, _climb(el, root, 160)
             if _in_title(start, el) and not _WIDGET_TEXT_RE.match(" ".join(STR(el).split())):
                 continue  # a word of a heading or a term ("fn next(&mut self)"), not a widget
@@ -289,6 +301,19 @@ def _reference(el: Any) -> bool:
         if h.get("id") and int(STRLEN(h)) > link_len(h):
             return True
     return False
+
+
+def _words(node: Any) -> str:
+    return " ".join((node if isinstance(node, str) else STR(node)).split())
+
+
+def _alone(el: Any) -> bool:
+    """Is ``el`` on a line of its own: no text or inline element right before or after it?"""
+    prev, nxt = el.getprevious(), el.getnext()
+    before = prev.tail if prev is not None else el.getparent().text
+    return not (el.tail or "").strip() and not (before or "").strip() and \
+        (prev is None or prev.tag not in _INLINE_MORE) and \
+        (nxt is None or nxt.tag not in _INLINE_MORE)
 
 
 def _in_title(start: Any, top: Any) -> bool:
