@@ -118,6 +118,12 @@ GENERATORS = [
               (".//div[@class='header']", ".//div[@class='nav-panel']")),
     Generator("sqlite-site", "sqlite3-doc", "sqlite3/*.html",
               ("//div[@class='fancy']", "//body"), (".//div[@class='nosearch']",)),
+    Generator("material-blog-listing", "", "blog/*/*/index.html",
+              ("//div[@class='md-content__inner']",),
+              (".//a[@class='headerlink']", ".//nav[@class='md-post__action']",
+               ".//*[contains(@class,'md-pagination')]"),
+              licence="npm packages' READMEs (mostly MIT)", built="material-blog",
+              exclude=r"^404"),
     Generator("pdoc", "", "*.html", ("//main",),
               (".//a[@class='headerlink']", ".//label[contains(@class,'view-source')]",
                ".//input[contains(@class,'view-source')]/following-sibling::div"

@@ -515,3 +515,23 @@ def test_a_news_pages_widget_labels_go_and_the_same_words_in_text_stay():
     assert "Advert" not in md and "Share on" not in md and "12 comments" not in md
     assert "Read the [comments](" in md and "### Comments\n" in md
     assert "[comment](https://docs.example.com/guide/page/#comment)?: string" in md
+
+
+def test_each_listed_posts_date_and_reading_time_stay_on_a_listing():
+    # WordPress Twenty Twenty's blog index: each post's header holds its date in ul.post-meta;
+    # on a listing that is each item's data, not a widget (MkDocs Material's blog index, with
+    # "3 min read" per post, prompted it).  One story's own meta box is still a widget.
+    card = """<article class="post-{0} post type-post status-publish hentry">
+      <header class="entry-header has-text-align-center"><h2 class="entry-title">
+      <a href="/p{0}/">Post {0}</a></h2><div class="post-meta-wrapper"><ul class="post-meta">
+      <li class="post-date meta-wrapper"><a href="/p{0}/">January {0}, 2024</a></li>
+      <li class="post-length meta-wrapper">3 min read</li></ul></div></header>
+      <div class="post-inner thin"><div class="entry-content"><p>The excerpt of post {0},
+      a sentence or two long.</p></div></div></article>"""
+    cards = "".join(card.format(i) for i in range(1, 5))
+    md = convert(f'<main id="site-content" role="main">{cards}</main>')
+    assert md.count("3 min read") == 4 and "January 4, 2024" in md
+    story = "<p>" + "The story itself, told in full sentences, with commas. " * 6 + "</p>"
+    md = convert(f'<main><article><h1>A story</h1><div class="post-meta"><span>3 min read'
+                 f"</span></div>{story}</article></main>")
+    assert "min read" not in md and "The story itself" in md

@@ -216,6 +216,8 @@ def _widgets(root: Any, news: bool) -> set[Any]:
             continue
         if weak and _box_header(el):
             continue  # a box's header is its title ("article-boxout__header" > h3)
+        if weak and not news and _in_listed_item(el, root):
+            continue  # each listed post's date and category line (a blog's index) is data
         if strong or (size and links / size > 0.5) or size < 80:
             out.add(el)
     for lst in root.iter("ul", "ol", "div", "section", "details"):
@@ -258,6 +260,8 @@ def _widgets(root: Any, news: bool) -> set[Any]:
                      or (el.tag in _INLINE_MORE and _in_text(el)) or _in_title(el, root)):
                 continue  # a label is all its box says, not a word of a sentence or of a
                 # signature ("comment?: string", TypeDoc)
+            if not news and _in_listed_item(el, root):
+                continue  # "5 min read" under each post of a blog's index: the item's data
             start, el = el, _climb(el, root, 160)
             if _in_title(start, el) and not _WIDGET_TEXT_RE.match(" ".join(STR(el).split())):
                 continue  # a word of a heading or a term ("fn next(&mut self)"), not a widget
@@ -300,6 +304,22 @@ def _reference(el: Any) -> bool:
     for h in el.iter("h2", "h3", "h4", "h5", "h6"):
         if h.get("id") and int(STRLEN(h)) > link_len(h):
             return True
+    return False
+
+
+def _in_listed_item(el: Any, root: Any) -> bool:
+    """Is ``el`` inside one of three or more sibling ``<article>``s of one kind (the posts of
+    a listing: MkDocs Material's article.md-post)?"""
+    for node in el.iterancestors():
+        if node is root:
+            return False
+        if node.tag == "article":  # (siblings that share a class: WordPress adds post-12)
+            parent = node.getparent()
+            kinds = set((node.get("class") or "").split())
+            return parent is not None and sum(
+                1 for c in parent if c.tag == "article" and
+                (kinds & set((c.get("class") or "").split()) if kinds else not c.get("class"))
+            ) >= 3
     return False
 
 
