@@ -4,7 +4,9 @@
 - TypeDoc (from the npm registry) over TypeDoc's own type declarations (Apache-2.0);
 - VitePress and Starlight (Astro 5) over the README.md files of the npm packages installed
   for them (each under its package's licence, mostly MIT).  Raw HTML, relative images and
-  ``{{`` are taken out of those READMEs first: Vue and Astro refuse them.
+  ``{{`` are taken out of those READMEs first: Vue and Astro refuse them;
+- MkDocs Material's blog plugin (the installed mkdocs-material) over 40 of those READMEs as
+  posts: its index, archive and category pages are the corpus's listing pages.
 
 Each builder installs what it needs into ``workdir/tools/NAME`` with the ordinary client
 (``pip``/``npm``), writes the site into ``workdir/built/NAME`` and is skipped (with a line on
