@@ -4,7 +4,9 @@
 - TypeDoc (from the npm registry) over TypeDoc's own type declarations (Apache-2.0);
 - VitePress and Starlight (Astro 5) over the README.md files of the npm packages installed
   for them (each under its package's licence, mostly MIT).  Raw HTML, relative images and
-  ``{{`` are taken out of those READMEs first: Vue and Astro refuse them.
+  ``{{`` are taken out of those READMEs first: Vue and Astro refuse them;
+- MkDocs Material's blog plugin (the installed mkdocs-material) over 40 of those READMEs as
+  posts: its index, archive and category pages are the corpus's listing pages.
 
 Each builder installs what it needs into ``workdir/tools/NAME`` with the ordinary client
 (``pip``/``npm``), writes the site into ``workdir/built/NAME`` and is skipped (with a line on
@@ -115,9 +117,33 @@ def build_starlight(tools: Path, out: Path) -> None:
     shutil.copytree(tools / "dist", out)
 
 
+def build_material_blog(tools: Path, out: Path) -> None:
+    """Listing pages: MkDocs Material's blog plugin (the installed mkdocs-material) over 40
+    posts made of the VitePress tools' READMEs, dated and put in 5 categories, each excerpt
+    cut after its first paragraph; the blog's index, archive and category pages list them."""
+    readmes = _readmes(tools.parent / "vitepress", 1, 40)
+    if not readmes:
+        raise OSError("build vitepress first (its READMEs are the posts)")
+    docs = tools / "docs"
+    (docs / "blog" / "posts").mkdir(parents=True, exist_ok=True)
+    (docs / "index.md").write_text("# Corpus\n\nThe blog of the corpus.\n")
+    (docs / "blog" / "index.md").write_text("# Blog\n")
+    for i, (name, text) in enumerate(readmes):
+        body = clean_markdown(text).split("\n\n")
+        first = next((j for j, b in enumerate(body) if b.strip() and not b.startswith("#")), 0)
+        body.insert(first + 1, "<!-- more -->")
+        (docs / "blog" / "posts" / f"{name}.md").write_text(
+            f"---\ndate: 2024-{1 + i % 12:02d}-{1 + i % 28:02d}\ncategories:\n"
+            f"  - Topic {i % 5}\n---\n\n# {name}\n\n" + "\n\n".join(body))
+    (tools / "mkdocs.yml").write_text(
+        "site_name: Corpus\ntheme:\n  name: material\nplugins:\n  - blog:\n"
+        "      pagination_per_page: 5\n")
+    _run([sys.executable, "-m", "mkdocs", "build", "-q", "-d", str(out)], tools)
+
+
 BUILDERS: dict[str, Callable[[Path, Path], None]] = {
     "pdoc": build_pdoc, "typedoc": build_typedoc, "vitepress": build_vitepress,
-    "starlight": build_starlight,
+    "starlight": build_starlight, "material-blog": build_material_blog,
 }
 
 

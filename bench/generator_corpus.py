@@ -98,6 +98,32 @@ GENERATORS = [
               "libcommons-lang3-java/api/org/apache/commons/lang3/*.html", ("//main",), ()),
     Generator("mkdocs-bootstrap", "mkdocs-doc", "mkdocs/html/**/*.html",
               ("//div[@role='main']",), _PERMALINKS),
+    Generator("gtk-doc", "libglib2.0-doc", "libglib2.0-doc/glib/*.html",
+              ("//div[@class='refentry']", "//div[@class='chapter']"), ()),
+    Generator("gi-docgen", "libgtk-4-doc", "libgtk-4-doc/gtk4/*.html",
+              ("//section[@id='main']",), (".//button", ".//a[@class='srclink']")),
+    Generator("sphinx-flask", "python-flask-doc", "python-flask-doc/html/**/*.html",
+              ("//div[@role='main']",), _PERMALINKS),
+    Generator("sphinx-zzzeeksphinx", "python-sqlalchemy-doc",
+              "python-sqlalchemy-doc/html/**/*.html", ("//div[@id='docs-body']",),
+              _PERMALINKS),
+    Generator("sphinx-cmake", "cmake-doc", "cmake-data/html/*/*.html",
+              ("//div[@role='main']",), _PERMALINKS, licence="BSD-3-clause"),
+    Generator("nodejs-apidoc", "nodejs-doc", "nodejs/api/*.html",
+              ("//div[@id='apicontent']",), (".//span[@class='mark']",
+                                              ".//a[@class='mark']"), licence="Expat"),
+    Generator("erlang-docgen", "erlang-doc", "erlang-doc/doc/*/*.html",
+              ("//div[@id='content']",), (".//div[@class='footer']",)),
+    Generator("texinfo-octave", "octave-doc", "octave/octave.html/*.html", ("//body",),
+              (".//div[@class='header']", ".//div[@class='nav-panel']")),
+    Generator("sqlite-site", "sqlite3-doc", "sqlite3/*.html",
+              ("//div[@class='fancy']", "//body"), (".//div[@class='nosearch']",)),
+    Generator("material-blog-listing", "", "blog/*/*/index.html",
+              ("//div[@class='md-content__inner']",),
+              (".//a[@class='headerlink']", ".//nav[@class='md-post__action']",
+               ".//*[contains(@class,'md-pagination')]"),
+              licence="npm packages' READMEs (mostly MIT)", built="material-blog",
+              exclude=r"^404"),
     Generator("pdoc", "", "*.html", ("//main",),
               (".//a[@class='headerlink']", ".//label[contains(@class,'view-source')]",
                ".//input[contains(@class,'view-source')]/following-sibling::div"
@@ -243,10 +269,11 @@ def build(workdir: Path, per_gen: int = 20, seed: int = 19,
     """The corpus records (generator, path, truth, source, licence); cached in corpus.json."""
     workdir.mkdir(parents=True, exist_ok=True)
     cache = workdir / f"corpus-{per_gen}-{seed}.json"
-    if cache.exists():
-        records = json.loads(cache.read_text())
-        return [r for r in records if not only or r["generator"] in only]
-    gens = [g for g in GENERATORS if not only or g.name in only]
+    cached = json.loads(cache.read_text()) if cache.exists() else []
+    have = {r["generator"] for r in cached}
+    gens = [g for g in GENERATORS if (not only or g.name in only) and g.name not in have]
+    if not gens:  # (generators added later are built and appended; the rest stay as cached)
+        return [r for r in cached if not only or r["generator"] in only]
     doc = _download(workdir, {g.package for g in gens if g.package})
     records = []
     for g in gens:
@@ -275,8 +302,8 @@ def build(workdir: Path, per_gen: int = 20, seed: int = 19,
                             "package": g.package,
                             "licence": g.licence or _licence(doc, g.package)})
             taken += 1
-    cache.write_text(json.dumps(records))
-    return records
+    cache.write_text(json.dumps(cached + records))
+    return [r for r in cached + records if not only or r["generator"] in only]
 
 
 def main() -> None:

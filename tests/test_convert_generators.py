@@ -397,3 +397,141 @@ def test_links_to_the_readers_own_disk_are_text():
             'default-jdk-doc/api/java/lang/String.html" title="class in java.lang">String</a>'
             " and trims it.</p></main>")
     assert convert(body) == "# StringUtils\n\nTakes a String and trims it.\n"
+
+
+def test_a_story_in_lines_split_by_br_outweighs_a_short_sidebar():
+    # phpBB posts are one div.content of lines parted by <br>; each line is a paragraph for
+    # the density pick, not one paragraph capped at its length (a blog's story prompted it)
+    line = "The upgrade went fine on the test box after the cache was cleared twice. " * 2
+    post = '<div class="postbody"><div class="content">' + "<br><br>".join(
+        [line] * 8) + "</div></div>"
+    side = ('<div class="column"><p>Our forum is run by volunteers from the whole region.</p>'
+            "<p>Please read the rules before posting in any board of ours.</p>"
+            "<p>The next meeting is in the town hall in the spring.</p></div>")
+    md = convert(f'<div id="wrap"><div id="page-body">{post}</div>{side}</div>')
+    assert md.count("The upgrade went fine") == 16
+    assert "volunteers" not in md and "read the rules" not in md
+
+
+def test_summaries_inside_a_cards_link_are_not_the_pages_text():
+    # Ghost's Casper wraps each card's title and excerpt in one link (a news site's guide
+    # list, <a><p>summary</p></a>, prompted it): link text, however long, is a teaser
+    story = "".join(f"<p>Paragraph {i} of the release notes, with the fixes, the changes, "
+                    "and the thanks to everyone who reported a problem.</p>" for i in range(4))
+    card = ('<article class="post-card"><a class="post-card-content-link" href="/p{0}/">'
+            '<header class="post-card-header"><h2 class="post-card-title">Post {0}</h2>'
+            '</header><section class="post-card-excerpt"><p>An excerpt of post {0}, about '
+            "the weather, the garden, the cats, and the long evenings of the autumn.</p>"
+            "</section></a></article>")
+    cards = '<div class="post-feed">' + "".join(card.format(i) for i in range(6)) + "</div>"
+    md = convert(f'<div class="site-content"><h1>Release 2.1</h1>{story}</div>'
+                 f'<div class="read-next">{cards}</div>')
+    assert md.count("of the release notes") == 4 and "An excerpt" not in md
+
+
+def test_a_class_whose_last_word_is_a_widgets_names_that_widget():
+    # WordPress themes: div.entry-meta (posted on, by) inside the article; "entry" names the
+    # content, "meta" the box (WSJ's li.article-breadCrumb prompted it).  A box's own
+    # header (Bootstrap's div.card-header > h5, BEM "article-boxout__header") is its title.
+    text = "The garden was planted in April, and watered, weeded and harvested by hand. " * 3
+    body = f"""<main><h1>Our garden</h1>
+      <div class="entry-meta"><span class="posted-on">Posted on <a href="/2019/04/">April
+      3, 2019</a></span> <span class="byline">by <a href="/author/ann/">Ann</a></span></div>
+      <p>{text}</p><div class="card"><div class="card-header"><h5>What we grew</h5></div>
+      <div class="card-body"><p>{text}</p></div></div></main>"""
+    md = convert(body)
+    assert "Posted on" not in md and "Ann" not in md
+    assert "##### What we grew\n" in md and md.count("The garden was planted") == 6
+
+
+def test_a_word_of_a_term_or_heading_is_not_a_widgets_text():
+    # Sphinx documents a method named next(): the word alone matches a "Next" pager's text,
+    # but it is a term's name, and the entry stays (rustdoc's "fn next" heading prompted it)
+    body = """<main><h1>Reader</h1><p>The reader reads rows from the file, one at a time,
+      until the end.</p><dl class="py method"><dt class="sig sig-object py" id="Reader.next">
+      <span class="sig-name descname"><span class="pre">next</span></span><span
+      class="sig-paren">(</span><span class="sig-paren">)</span></dt><dd><p>The next row.</p>
+      </dd></dl><div class="footer-nav"><a href="/p/">Previous</a></div></main>"""
+    md = convert(body)
+    assert "**next()**\n\nThe next row.\n" in md and "Previous" not in md
+
+
+def test_hover_text_inside_a_heading_is_left_out():
+    # the CSS-only tooltip (span.tooltip > span.tooltiptext, shown on hover) in a title;
+    # rustdoc's "Notable traits" box inside a method's h4 prompted it
+    body = """<main><h2>Limits <span class="tooltip">&#9432;<span class="tooltiptext">Counted
+      per account, reset at midnight UTC</span></span></h2><p>Each account may send 100
+      requests an hour.</p></main>"""
+    md = convert(body)
+    assert md.startswith("## Limits\n\nEach account") and "midnight" not in md
+
+
+def test_a_heading_holding_blocks_stays_one_heading():
+    # a title in a <div> beside an anchor <div>, as component-based generators write them
+    # (Erlang's docs, h3 > div.title-name beside div.title-anchors, prompted it): the heading
+    # is still one line at its level
+    body = """<main><h1>Quickstart</h1><h2 class="flex group" id="install">
+      <div class="absolute"><a href="#install" aria-label="Navigate to header">&#8203;</a>
+      </div><div class="heading-title">Install <code>the CLI</code></div></h2>
+      <p>Run the installer once.</p></main>"""
+    assert convert(body) == "# Quickstart\n\n## Install `the CLI`\n\nRun the installer once.\n"
+
+
+def test_a_reference_page_is_all_its_sections_when_one_is_long():
+    # DocBook XSL refentry as PostgreSQL's reference pages are built (gtk-doc's GLib pages
+    # prompted it, the same markup): short Synopsis, Description and See Also sections
+    # beside one long Parameters section, each opened by an empty <a name> target; the page
+    # is every section, not the long one
+    param = "<dt><code>name</code></dt><dd><p>" + "The name of the table to alter, which " \
+        "may be schema-qualified, and must exist, or an error is raised. " * 3 + "</p></dd>"
+    page = f"""<html><body><div class="navheader"><a href="p.html">Prev</a></div>
+      <div class="refentry"><div class="refnamediv"><h2><span class="refentrytitle">ALTER
+        TABLE</span></h2><p>ALTER TABLE — change the definition of a table</p></div>
+      <div class="refsynopsisdiv"><a name="s1"></a><h2>Synopsis</h2>
+        <pre class="synopsis">ALTER TABLE name RENAME TO new_name</pre></div>
+      <div class="refsect1"><a name="s2"></a><h2>Description</h2><p>ALTER TABLE changes the
+        definition of an existing table.</p></div>
+      <div class="refsect1"><a name="s3"></a><h2>Parameters</h2><dl>{param * 12}</dl></div>
+      <div class="refsect1"><a name="s4"></a><h2>See Also</h2><p>CREATE TABLE, DROP TABLE, ALTER
+        INDEX, ALTER VIEW</p></div></div>
+      <div class="navfooter"><a href="n.html">Next</a></div></body></html>"""
+    md = html_to_markdown(page, URL).markdown
+    for title in ("## Synopsis", "## Description", "## Parameters", "## See Also"):
+        assert f"\n{title}\n" in md, title
+    assert code_blocks(md) == ["ALTER TABLE name RENAME TO new_name\n"]
+
+
+def test_a_news_pages_widget_labels_go_and_the_same_words_in_text_stay():
+    # a Guardian-style story: "Advertisement" and "Share on Facebook" boxes, a "12 comments"
+    # counter; the words in a sentence, a heading and a signature stay (a WordPress
+    # "Share this on WhatsApp" button prompted it)
+    story = "<p>" + "The council voted on the plan, and the vote was close, again. " * 4 + "</p>"
+    body = f"""<article><h1>Vote</h1>{story}<div class="x"><span>Advert</span></div>
+      <div class="bar"><a href="https://facebook.example/share">Share on Facebook</a></div>
+      <p>Read the <a href="#c">comments</a> below.</p><div><span>12 comments</span></div>
+      <div class="sig"><a href="#comment">comment</a><span>?: string</span></div>
+      <h3>Comments</h3><p>None yet, and the thread is open for a week.</p></article>"""
+    md = convert(body, head=ARTICLE)
+    assert "Advert" not in md and "Share on" not in md and "12 comments" not in md
+    assert "Read the [comments](" in md and "### Comments\n" in md
+    assert "[comment](https://docs.example.com/guide/page/#comment)?: string" in md
+
+
+def test_each_listed_posts_date_and_reading_time_stay_on_a_listing():
+    # WordPress Twenty Twenty's blog index: each post's header holds its date in ul.post-meta;
+    # on a listing that is each item's data, not a widget (MkDocs Material's blog index, with
+    # "3 min read" per post, prompted it).  One story's own meta box is still a widget.
+    card = """<article class="post-{0} post type-post status-publish hentry">
+      <header class="entry-header has-text-align-center"><h2 class="entry-title">
+      <a href="/p{0}/">Post {0}</a></h2><div class="post-meta-wrapper"><ul class="post-meta">
+      <li class="post-date meta-wrapper"><a href="/p{0}/">January {0}, 2024</a></li>
+      <li class="post-length meta-wrapper">3 min read</li></ul></div></header>
+      <div class="post-inner thin"><div class="entry-content"><p>The excerpt of post {0},
+      a sentence or two long.</p></div></div></article>"""
+    cards = "".join(card.format(i) for i in range(1, 5))
+    md = convert(f'<main id="site-content" role="main">{cards}</main>')
+    assert md.count("3 min read") == 4 and "January 4, 2024" in md
+    story = "<p>" + "The story itself, told in full sentences, with commas. " * 6 + "</p>"
+    md = convert(f'<main><article><h1>A story</h1><div class="post-meta"><span>3 min read'
+                 f"</span></div>{story}</article></main>")
+    assert "min read" not in md and "The story itself" in md

@@ -47,7 +47,6 @@ from sitemap_crawler.convert.density import (
 from sitemap_crawler.convert.shapes import code_language, code_lines, grid_columns
 from sitemap_crawler.convert.signals import (
     ANY_WORD_RE,
-    CONTENT_RE,
     HAS_HEADING,
     HEADING_TAGS,
     INLINE,
@@ -57,6 +56,7 @@ from sitemap_crawler.convert.signals import (
     STRONG_RE,
     WEAK_RE,
     class_words,
+    content_named,
     link_len,
     text_len,
 )
@@ -74,6 +74,12 @@ _WIDGET_TEXT_RE = re.compile(
     r"back to top|skip to|defined in \S+\.\w+:\d+\s*$|"
     r"(?:« ?|← ?|‹ ?)?(?:previous|prev|next)(?: ?»| ?→| ?›)?\s*(?:page|article|post|chapter)?"
     r"\s*:?\s*$|advertisement\s*$|sign up for|subscribe to|follow us)", re.I)
+# a news page's widget labels, each the whole text of its element ("Advert", "12 Comments",
+# "Share this on WhatsApp"); not a heading's or a term's
+_NEWS_LABEL_RE = re.compile(
+    r"^\s*(?:advert(?:isement)?|(?:\d+\s+)?(?:user\s+)?comments?(?:\s*\(\+?\d*\))?|"
+    r"subscribe|share (?:this |it )?(?:on|via|with) [\w .+-]{1,20}|breaking news emails|"
+    r"related (?:stories|posts|links|articles|news|coverage|content))\s*:?\s*$", re.I)
 _KEEP_TAGS = frozenset({"h1", "h2", "pre", "table"})
 _NEWS_KINDS = frozenset({"article", "articleBody"})
 _COMMENT_RE = re.compile(r"comment", re.I)
@@ -192,7 +198,7 @@ def _widgets(root: Any, news: bool) -> set[Any]:
             continue  # a word of a sentence, a heading or a line of code (b.menu, span.comment)
         strong = STRONG_RE.search(names) or news_word
         weak = not strong and WEAK_RE.search(names)
-        if not (strong or weak) or CONTENT_RE.search(names):
+        if not (strong or weak) or content_named(names):
             continue
         if el.get("role") == "tablist" or el.find(".//*[@role='tab']") is not None:
             continue  # tab labels: the renderer puts each above its panel
@@ -208,6 +214,10 @@ def _widgets(root: Any, news: bool) -> set[Any]:
         if protected(el, size, 0.6 if strong else 0.4) or \
                 (links <= 0.3 * size and _holds_prose(el, names, news)):
             continue
+        if weak and _box_header(el):
+            continue  # a box's header is its title ("article-boxout__header" > h3)
+        if weak and not news and _in_listed_item(el, root):
+            continue  # each listed post's date and category line (a blog's index) is data
         if strong or (size and links / size > 0.5) or size < 80:
             out.add(el)
     for lst in root.iter("ul", "ol", "div", "section", "details"):
@@ -238,13 +248,23 @@ def _widgets(root: Any, news: bool) -> set[Any]:
     for a in root.xpath(".//a[@rel='prev' or @rel='next']"):
         out.add(_climb(a, root, 200))
     for s in _SHORT_TEXTS_OUTSIDE_CODE(root):  # (a table's cells are its data)
-        if _WIDGET_TEXT_RE.match(s) and not _IN_CELL(s.getparent()):
+        label = news and _NEWS_LABEL_RE.match(s)
+        if (label or _WIDGET_TEXT_RE.match(s)) and not _IN_CELL(s.getparent()):
             el = s.getparent()
             if s.is_tail:
                 continue
             if el is root or text_len(el) > 160:
                 continue
-            el = _climb(el, root, 160)
+            if label and not _WIDGET_TEXT_RE.match(s) and \
+                    (_words(el) != _words(s) or not _alone(el)
+                     or (el.tag in _INLINE_MORE and _in_text(el)) or _in_title(el, root)):
+                continue  # a label is all its box says, not a word of a sentence or of a
+                # signature ("comment?: string", TypeDoc)
+            if not news and _in_listed_item(el, root):
+                continue  # "5 min read" under each post of a blog's index: the item's data
+            start, el = el, _climb(el, root, 160)
+            if _in_title(start, el) and not _WIDGET_TEXT_RE.match(" ".join(STR(el).split())):
+                continue  # a word of a heading or a term ("fn next(&mut self)"), not a widget
             if not protected(el, text_len(el)):
                 out.add(el)
     # a group of three or more teaser cards (linked headlines of other pages: related posts,
@@ -283,6 +303,59 @@ def _reference(el: Any) -> bool:
         return True
     for h in el.iter("h2", "h3", "h4", "h5", "h6"):
         if h.get("id") and int(STRLEN(h)) > link_len(h):
+            return True
+    return False
+
+
+def _in_listed_item(el: Any, root: Any) -> bool:
+    """Is ``el`` inside one of three or more sibling ``<article>``s of one kind (the posts of
+    a listing: MkDocs Material's article.md-post)?"""
+    for node in el.iterancestors():
+        if node is root:
+            return False
+        if node.tag == "article":  # (siblings that share a class: WordPress adds post-12)
+            parent = node.getparent()
+            kinds = set((node.get("class") or "").split())
+            return parent is not None and sum(
+                1 for c in parent if c.tag == "article" and
+                (kinds & set((c.get("class") or "").split()) if kinds else not c.get("class"))
+            ) >= 3
+    return False
+
+
+def _words(node: Any) -> str:
+    return " ".join((node if isinstance(node, str) else STR(node)).split())
+
+
+def _alone(el: Any) -> bool:
+    """Is ``el`` on a line of its own: no text or inline element right before or after it?"""
+    prev, nxt = el.getprevious(), el.getnext()
+    before = prev.tail if prev is not None else el.getparent().text
+    return not (el.tail or "").strip() and not (before or "").strip() and \
+        (prev is None or prev.tag not in _INLINE_MORE) and \
+        (nxt is None or nxt.tag not in _INLINE_MORE)
+
+
+def _in_title(start: Any, top: Any) -> bool:
+    """Is ``start`` inside a heading or a term at or below ``top``?"""
+    node = start
+    while node is not None:
+        if node.tag in HEADING_TAGS or node.tag == "dt":
+            return True
+        if node is top:
+            return False
+        node = node.getparent()
+    return False
+
+
+def _box_header(el: Any) -> bool:
+    """Is ``el`` the title of the block it opens: a heading that is text, not a link (a
+    site's linked logo), with the box's text after it (a widget holds its own text)?"""
+    if sum(text_len(s) for s in el.itersiblings()) < 100:
+        return False
+    for h in el.iter("h1", "h2", "h3", "h4", "h5", "h6"):
+        size = int(STRLEN(h))
+        if size and link_len(h) < 0.5 * size:
             return True
     return False
 

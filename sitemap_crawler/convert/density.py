@@ -14,13 +14,13 @@ from typing import Any
 from sitemap_crawler.convert.render import BOILERPLATE
 from sitemap_crawler.convert.signals import (
     BODY_RE,
-    CONTENT_RE,
     HEADING_TAGS,
     INLINE,
     PARA_TAGS,
     STRLEN,
     STRONG_RE,
     class_words,
+    content_named,
     link_len,
     text_len,
 )
@@ -61,7 +61,7 @@ def _boiler_region(el: Any, cache: dict[Any, bool]) -> bool:
             result = True
             break
         names = class_words(node)
-        if names and STRONG_RE.search(names) and not CONTENT_RE.search(names):
+        if names and STRONG_RE.search(names) and not content_named(names):
             result = True
             break
         node = node.getparent()
@@ -70,20 +70,30 @@ def _boiler_region(el: Any, cache: dict[Any, bool]) -> bool:
     return result
 
 
-def _own_text(el: Any) -> tuple[str, int]:
-    """The text an element holds itself (with its inline children), and how much is links."""
+def _own_text(el: Any) -> list[tuple[str, int]]:
+    """The paragraphs an element holds itself, with its inline children (a ``<br>`` ends one
+    once it has 25 characters), each with how much of it is links."""
+    paras: list[tuple[str, int]] = []
     parts = [el.text or ""]
     links = 0
     for c in el:
         tag = c.tag
-        if tag in INLINE:
+        if tag == "br" and parts:  # a story written as lines split by <br>: one paragraph each
+            text = " ".join("".join(parts).split())
+            if len(text) >= 25:
+                paras.append((text, links))
+                parts, links = [], 0
+        elif tag in INLINE:
             t = "".join(c.itertext())
             parts.append(t)
             if tag == "a":
                 links += len(t)
         if c.tail:
             parts.append(c.tail)
-    return " ".join("".join(parts).split()), links
+    text = " ".join("".join(parts).split())
+    if text or not paras:
+        paras.append((text, links))
+    return paras
 
 
 def density_root(body: Any) -> tuple[Any, dict[Any, float]]:
@@ -92,12 +102,16 @@ def density_root(body: Any) -> tuple[Any, dict[Any, float]]:
     scores: dict[Any, float] = {}
     cache: dict[Any, bool] = {}
     teasers = teaser_cards(body)
+    in_links = {d for a in body.iter("a") for d in a.iterdescendants()}
     for p in body.iter(PARA_TAGS):
-        text, links = _own_text(p)
-        if len(text) < 25 or _boiler_region(p, cache):
+        if p in in_links:
+            continue  # a summary that is all one link (a teaser card): not this page's text
+        score = sum((1 + text.count(",") + min(len(text) / 100, 3)) *
+                    max(0.0, 1 - links / len(text)) ** 2
+                    for text, links in _own_text(p) if len(text) >= 25)
+        if not score or _boiler_region(p, cache):
             continue
-        scores[p] = (1 + text.count(",") + min(len(text) / 100, 3)) * \
-            max(0.0, 1 - links / len(text)) ** 2
+        scores[p] = score
         parent = p.getparent()
         if parent in teasers or (parent is not None and parent.getparent() in teasers):
             scores[p] *= 0.2  # a summary under a linked headline: a teaser of another page
@@ -226,13 +240,16 @@ def _one_of_sections(el: Any, scores: dict[Any, float]) -> bool:
     parent = el.getparent()
     if parent is None or (cls is None and el.tag != "section"):
         return False  # (unnamed divs are columns as often as sections)
-    others = sum(scores.get(s, 0.0) for s in parent
-                 if s is not el and s.tag == el.tag and s.get("class") == cls and _titled(s))
-    return others >= 0.15 * scores.get(el, 0.0)
+    others = [scores.get(s, 0.0) for s in parent
+              if s is not el and s.tag == el.tag and s.get("class") == cls and _titled(s)]
+    # (a reference page's long "Functions" beside short "Includes" and "Description": 3+)
+    return sum(others) >= 0.15 * scores.get(el, 0.0) or sum(o > 0 for o in others) >= 2
 
 
 def _titled(el: Any) -> bool:
-    first = next((c for c in el if isinstance(c.tag, str)), None)
+    # (gtk-doc opens each section with an empty <a name=...> target before its heading)
+    first = next((c for c in el if isinstance(c.tag, str)
+                  and not (c.tag == "a" and not int(STRLEN(c)))), None)
     if first is None:
         return False
     if first.tag in HEADING_TAGS:

@@ -44,6 +44,7 @@ NEVER = frozenset({
 BOILERPLATE = NEVER | {"header", "aside"}
 NAV_ROLES = frozenset({"navigation", "banner", "contentinfo", "search"})
 BODY_NAV_ROLES = NAV_ROLES | {"complementary"}
+_TOOLTIP_RE = re.compile(r"(?:^|[\s_-])(?:tooltip|tooltiptext|popover|tippy)(?:$|[\s_-])", re.I)
 _PERMALINK_CLASSES = frozenset({"headerlink", "hash-link", "anchor-link", "anchorjs-link",
                                 "header-anchor", "heading-anchor", "permalink"})
 _PERMALINK_TEXTS = frozenset({"", "¶", "§", "#", "🔗", "⚓", "◆"})
@@ -129,7 +130,9 @@ class Renderer:
         self.stack: list[list[Any]] = []  # [first prefix, other prefix, first used]
         self.sep = 0  # before the next block: 0 nothing, 1 newline, 2 blank line
         self.flushes = 0
-        self.cell = False  # rendering a table cell: one line
+        self.cell = False  # rendering a table cell (or a heading holding blocks): one line
+        self.cell_sep = "<br>"  # between the lines of a cell
+        self.in_heading = False
         self.tab_labels: list[str] = []
         self.panel_labels: dict[Any, str] = {}
         self.depth = 0
@@ -194,7 +197,7 @@ class Renderer:
                 return
             lines = [line]
         if self.cell:
-            self.emit(["<br>".join(lines)])
+            self.emit([self.cell_sep.join(lines)])
             return
         for i, line in enumerate(lines):
             m = _LINE_START_RE.match(line)
@@ -242,6 +245,8 @@ class Renderer:
         cls = attrib.get("class")
         if cls and tag in ("a", "span", "td", "div") and is_gutter(cls):
             return True
+        if cls and self.in_heading and _TOOLTIP_RE.search(cls):
+            return True  # hover text in a title (rustdoc's "Notable traits" box): one line
         if tag == "a":
             if cls and not _PERMALINK_CLASSES.isdisjoint(cls.split()):
                 return True
@@ -421,7 +426,15 @@ class Renderer:
         self.brk(2)
 
     def heading(self, el: Any) -> None:
-        text = self.inline_block(el)
+        self.in_heading = True
+        try:  # (Erlang's docs put the title in h3 > div.title-name: blocks, one line)
+            if el.find(".//div") is None and el.find(".//p") is None:
+                text = self.inline_block(el)
+            else:
+                self.brk(2)
+                text = self._one_line(el, " ")
+        finally:
+            self.in_heading = False
         if text:
             if self.cell:
                 self.emit(["**" + text + "**"])
@@ -628,13 +641,18 @@ class Renderer:
         return rows
 
     def _cell(self, td: Any) -> str:
-        saved = (self.lines, self.parts, self.sep, self.stack, self.cell)
+        return self._one_line(td, "<br>").replace("|", r"\|")
+
+    def _one_line(self, el: Any, sep: str) -> str:
+        """The content of ``el``, blocks included, as one line (lines joined by ``sep``)."""
+        saved = (self.lines, self.parts, self.sep, self.stack, self.cell, self.cell_sep)
         self.lines, self.parts, self.sep, self.stack, self.cell = [], [], 0, [], True
-        self.children(td)
+        self.cell_sep = sep
+        self.children(el)
         self.flush()
         text = " ".join(self.lines).strip()
-        self.lines, self.parts, self.sep, self.stack, self.cell = saved
-        return text.replace("|", r"\|")
+        self.lines, self.parts, self.sep, self.stack, self.cell, self.cell_sep = saved
+        return text
 
     # --- inline ------------------------------------------------------------------------------
 

@@ -50,6 +50,17 @@ CONTENT_RE = re.compile(r"(?:^|[\s_-])(?:content|article|body|main|post|entry|st
                          r"markdown|typeset|document|prose)(?:$|[\s_-])", re.I)
 
 
+_WIDGET_LAST_RE = re.compile(rf"[_-](?:{_STRONG_WORDS}|{_WEAK_WORDS})$", re.I)
+
+
+def content_named(names: str) -> bool:
+    """Do the class/id words name content?  A class whose last word is a widget's is that
+    widget, whatever comes first ("article-breadCrumb", "post-footer" are a breadcrumb and
+    a footer); "article-body", "sidebar-content" or a separate "content" class name content."""
+    return any(CONTENT_RE.search(token) and not _WIDGET_LAST_RE.search(token)
+               for token in names.split())
+
+
 PARA_TAGS = ("p", "pre", "td", "blockquote", "dd", "div", "span", "section", "article",
               "font", "center")
 
