@@ -14,9 +14,7 @@ from __future__ import annotations
 
 import heapq
 import json
-import os
 from collections import Counter
-from pathlib import Path
 from typing import Any
 
 from sitemap_crawler.commands.export import outcome_reason
@@ -59,9 +57,10 @@ def build(state: StateDir, site: str, totals: dict[str, Any]) -> dict[str, Any]:
             pushback.setdefault(host, Counter())[_PUSHBACK[reason]] += 1
     hosts = {h: dict(c) for h, c in pushback.items()}
     names = {safe_host(h): h for h in {host for _o, _r, host in last.values()}}
-    for name, block in _blocks(state).items():
-        if name in names:  # the gate is shared with other sites: this site's hosts only
-            hosts.setdefault(names[name], {}).update(block)
+    # the gate is shared with other sites: this site's hosts only (and only theirs read: a
+    # crawl of 200 sites read 200 x 200 block files)
+    for name, block in _blocks(state, set(names)).items():
+        hosts.setdefault(names[name], {}).update(block)
     numbers = {k: v for k, v in totals.items() if isinstance(v, int | float)}
     return {
         "site": site, "finished_at": totals.get("finished_at"), "run": totals.get("run"),
@@ -87,23 +86,19 @@ def _keep(heap: list[Any], item: tuple[Any, ...]) -> None:
         heapq.heapreplace(heap, item)
 
 
-def _blocks(state: StateDir) -> dict[str, dict[str, Any]]:
-    """Hosts that blocked every worker this crawl (429/Retry-After, backoff, give-up): the
-    block files stay until the next crawl starts."""
+def _blocks(state: StateDir, names: set[str]) -> dict[str, dict[str, Any]]:
+    """Of the hosts ``names`` (gate folder names), those that blocked every worker this crawl
+    (429/Retry-After, backoff, give-up): the block files stay until the next crawl starts."""
     out: dict[str, dict[str, Any]] = {}
-    try:
-        entries = list(os.scandir(state.gate_root))
-    except FileNotFoundError:
-        return out
-    for e in entries:
+    for name in sorted(names):
         try:
-            data = json.loads((Path(e.path) / BLOCK_FILE).read_bytes())
+            data = json.loads((state.gate_root / name / BLOCK_FILE).read_bytes())
         except (OSError, ValueError):
             continue
         if isinstance(data, dict) and int(data.get("seq") or 0) > 0:
-            out[e.name] = {"blocks": int(data["seq"]),
-                           "last_block": f"{data.get('reason') or '?'} "
-                                         f"({float(data.get('seconds') or 0):.0f} s)"}
+            out[name] = {"blocks": int(data["seq"]),
+                         "last_block": f"{data.get('reason') or '?'} "
+                                       f"({float(data.get('seconds') or 0):.0f} s)"}
     return out
 
 

@@ -33,6 +33,7 @@ that a worker is local (heartbeat.py H3).  ``$SITEMAP_CRAWLER_MACHINE_ID`` repla
 from __future__ import annotations
 
 import errno
+import functools
 import hashlib
 import json
 import logging
@@ -254,8 +255,13 @@ def machine_token() -> str:
     the same pid namespace (containers).  Without a machine id or boot id it is
     ``UNKNOWN_MACHINE`` and no worker is ever judged by its pid (heartbeat.py H3).
     """
-    machine = os.environ.get(MACHINE_ENV) or _read_first("/etc/machine-id",
-                                                        "/var/lib/dbus/machine-id")
+    return _machine_token(os.environ.get(MACHINE_ENV))
+
+
+@functools.lru_cache(maxsize=4)
+def _machine_token(env: str | None) -> str:
+    # read once per process (a crawl of 200 sites read these files thousands of times)
+    machine = env or _read_first("/etc/machine-id", "/var/lib/dbus/machine-id")
     boot = _read_first("/proc/sys/kernel/random/boot_id")
     if not machine and not boot:
         return UNKNOWN_MACHINE
