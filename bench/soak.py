@@ -149,11 +149,16 @@ class SoakServer:
     """Pages /docs/p-<i>.html with a delay each, a sitemap (old lastmod) and robots.txt.
 
     ``links``: no sitemap; page i links to pages 2i+1 and 2i+2, so a crawl that follows
-    links from p-0 finds them all (depth <= 6 for 60 pages)."""
+    links from p-0 finds them all (depth <= 6 for 60 pages).
+
+    Without links, every fifth page has a twin ``/docs/p-<i>`` whose markdown file name is
+    the page's own (protocol/names.py N1): both URLs must end with a file each, whichever
+    worker writes first, through every kill and pause."""
 
     def __init__(self, pages: int, rng: random.Random, links: bool = False) -> None:
         self.pages = pages
         self.links = links
+        self.twins = [] if links else [i for i in range(pages) if i % 5 == 2]
         self.delays = [rng.uniform(0.01, 0.12) for _ in range(pages)]
         self.hits: list[Hit] = []
         self.lock = threading.Lock()
@@ -197,7 +202,8 @@ class SoakServer:
         threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
 
     def urls(self) -> list[str]:
-        return [f"{self.base}/docs/p-{i}.html" for i in range(self.pages)]
+        return ([f"{self.base}/docs/p-{i}.html" for i in range(self.pages)]
+                + [f"{self.base}/docs/p-{i}" for i in self.twins])
 
     def answer(self, path: str) -> tuple[int, str, bytes, float]:
         if path == "/robots.txt":
@@ -209,6 +215,13 @@ class SoakServer:
                         f"<url><loc>{u}</loc><lastmod>2020-01-01</lastmod></url>"
                         for u in self.urls()) + "</urlset>")
             return 200, "application/xml", body.encode(), 0.0
+        if path.startswith("/docs/p-") and not path.endswith(".html"):
+            with contextlib.suppress(ValueError):
+                i = int(path[8:])
+                if i in self.twins:  # another page, one file name with p-<i>.html
+                    text = f"This is the twin of soak page {i}, another text entirely. " * 6
+                    return 200, "text/html; charset=utf-8", PAGE.format(
+                        i=i, text=text, links="").encode(), self.delays[i]
         if path.startswith("/docs/p-") and path.endswith(".html"):
             with contextlib.suppress(ValueError):
                 i = int(path[8:-5])
