@@ -76,10 +76,8 @@ Invariants:
 from __future__ import annotations
 
 import bisect
-import codecs
 import contextlib
 import hashlib
-import json
 import logging
 import os
 import secrets
@@ -114,7 +112,8 @@ from sitemap_crawler.timestamps import utcnow
 
 log = logging.getLogger(__name__)
 
-Index = dict[str, dict[str, Any]]
+Entry = dict[str, Any]
+Index = dict[str, Entry]
 T = TypeVar("T")
 
 # Fields a journal record carries that are about the crawl, not about the URL.
@@ -134,14 +133,11 @@ _READ_TRIES = 20
 def load(path: Path) -> Index:
     """The base file; raises CrawlError (one line) if it exists but is not a valid index."""
     try:
-        data = read_settled(path, orjson.loads)  # S1: a share may serve a stale size
+        return read_settled(path, lambda raw: parse_base(path, raw))  # S1: a stale size
     except FileNotFoundError:
         return {}
-    except orjson.JSONDecodeError as e:
+    except ValueError as e:
         raise CrawlError(f"{path}: corrupt url-index ({e})") from None
-    if not isinstance(data, dict):
-        raise CrawlError(f"{path}: corrupt url-index (not a JSON object)")
-    return data
 
 
 def segment_dir(state: StateDir) -> Path:
@@ -366,7 +362,9 @@ def merged_index(state: StateDir, worker_id: str, is_dead: Callable[[str], bool]
 
 def _merge(state: StateDir, worker_id: str, is_gone: Callable[[str], bool],
            output_dir: Path | None, lock_timeout: float, frontier: Frontier | None = None,
-           *, view: bool = False) -> tuple[int, Index | None]:
+           *, view: bool = False, then: Callable[[RenameLock], T] | None = None,
+           ) -> tuple[int, Any]:
+    """``then``: run under the same lock hold after the merge; its result is returned."""
     with _index_lock(state, worker_id, lock_timeout) as lock:
         v: _View | None = None
         cached = None
@@ -424,7 +422,44 @@ def _merge(state: StateDir, worker_id: str, is_gone: Callable[[str], bool],
         prune_journals(state, files, is_gone, lock.check)
         if cached is not None:
             cached.keep()  # only after every write succeeded: else the next fold reads anew
+        if then is not None:
+            return applied, then(lock)
         return applied, (v.idx if v is not None else None)
+
+
+def merged_stream(state: StateDir, worker_id: str, is_gone: Callable[[str], bool],
+                  output_dir: Path | None, consume: Callable[[Iterator[tuple[str, Entry]]], T],
+                  *, fields: frozenset[str] | None = None, lock_timeout: float = 60.0) -> T:
+    """Fold the journals in, then ``consume`` the index streamed under the same lock hold
+    (I1): prepare's compact form, without the whole index in memory.  ``fields``: what the
+    consumer reads of an entry (the segments' records are held with those only).  A base of
+    an earlier version is migrated first (I6); a corrupt base is rebuilt as ``merged_index``
+    does, and ``consume`` is given the rebuilt index (it must start afresh each call)."""
+    def stream(lock: RenameLock) -> T:
+        if old_format(state.index_path):
+            _rewrite(state, output_dir, lock.check)
+        try:
+            return consume(_stream_view(state, fields))
+        except CrawlError:
+            v = _read_view(state, output_dir, rebuild=True)  # raises again unless the base
+            if not v.rebuilt:                                 # was what was corrupt
+                raise
+            _rewrite(state, output_dir, lock.check, v)
+            return consume(iter(v.idx.items()))
+    return _merge(state, worker_id, is_gone, output_dir, lock_timeout, then=stream)[1]
+
+
+def _rewrite(state: StateDir, output_dir: Path | None, check: Callable[[], None],
+             v: _View | None = None, fn: Callable[[Index], None] | None = None) -> None:
+    """The whole view (``v``, or read now) as a new base, ``fn`` applied first; every segment
+    it held goes (I2)."""
+    if v is None:
+        v = _read_view(state, output_dir, rebuild=True)
+    if fn is not None:
+        fn(v.idx)
+    write_base(state, v.idx, check)
+    _drop(v.segments, check)
+    _drop_orphans(state, check)
 
 
 class _FoldCache:
@@ -500,7 +535,8 @@ def _maintain(state: StateDir, output_dir: Path | None, check: Callable[[], None
     base_bytes = _size(state.index_path)
     # An index of an earlier version has no list naming its base: migrate it once, when the
     # whole view is in memory anyway (prepare), so status and export get its figures.
-    migrate = v is not None and base_bytes > 0 and not listed.get("base_id")
+    migrate = v is not None and base_bytes > 0 and (not listed.get("base_id")
+                                                    or old_format(state.index_path))
     if not segs and not migrate and not (v is not None and v.rebuilt):
         return
     seg_bytes = sum(size or _size(p) for p, size in live)  # I5: no stat on a share
@@ -523,7 +559,10 @@ def _maintain(state: StateDir, output_dir: Path | None, check: Callable[[], None
 def write_base(state: StateDir, idx: Index, check: Callable[[], None]) -> None:
     """The base, whole, then an empty segment list with its entry count (status reads that,
     not a 250 MB file).  Every segment listed before is now in the base (I2)."""
-    data = orjson.dumps(idx, option=orjson.OPT_SORT_KEYS)
+    data = bytearray()  # one buffer: a list of a million small bytes costs far more
+    for url in sorted(idx):
+        data += orjson.dumps({"url": url, **idx[url]})
+        data += b"\n"
     digest = _digest(data)
     atomic_write(state.index_path, data, before_replace=check)
     keys = array("Q", sorted(_url_key(u) for u in idx))
@@ -647,11 +686,7 @@ def update(state: StateDir, worker_id: str, is_dead: Callable[[str], bool],
     crawl's results always go through the journals.
     """
     with _index_lock(state, worker_id, lock_timeout) as lock:
-        v = _read_view(state, output_dir, rebuild=True)
-        fn(v.idx)
-        write_base(state, v.idx, lock.check)
-        _drop(v.segments, lock.check)
-        _drop_orphans(state, lock.check)
+        _rewrite(state, output_dir, lock.check, fn=fn)
 
 
 @contextlib.contextmanager
@@ -669,18 +704,36 @@ def _index_lock(state: StateDir, worker_id: str, timeout: float) -> Iterator[Ren
     lock.release()  # raises LockLost (a CrawlError) if the lock was taken meanwhile
 
 
-def iter_view(state: StateDir) -> Iterator[tuple[str, dict[str, Any]]]:
-    """``(url, entry)`` of the whole index, streaming the base (export of a million URLs):
-    memory holds the segments' records and about a MiB of the base (I3 as for load_view)."""
+def iter_view(state: StateDir, want: Callable[[str], bool] | None = None,
+              ) -> Iterator[tuple[str, Entry]]:
+    """``(url, entry)`` of the whole index (or of the URLs ``want`` takes), streaming the
+    base (export of a million URLs): memory holds the segments' records and a line of the
+    base (I3 as for load_view)."""
+    return _stream_view(state, None, want)
+
+
+def _stream_view(state: StateDir, fields: frozenset[str] | None = None,
+                 want: Callable[[str], bool] | None = None) -> Iterator[tuple[str, Entry]]:
+    """Base + segments folded, the base streamed in its (sorted) order, then the URLs only
+    the segments hold.  ``fields``: the segments' records are kept with those only (and
+    ``last_crawled`` and ``depth``, which :func:`apply` decides by), so the entries are
+    exact in those fields."""
+    keep = None if fields is None else fields | {"url", "last_crawled", "depth"}
+
     def read() -> dict[str, list[dict[str, Any]]]:
         later: dict[str, list[dict[str, Any]]] = {}
         for path, size in _live(state):
             for rec in iter_segment(path, size):
-                later.setdefault(rec["url"], []).append(rec)
+                url = rec["url"]
+                if want is not None and not want(url):
+                    continue
+                if keep is not None:
+                    rec = {k: x for k, x in rec.items() if k in keep}
+                later.setdefault(url, []).append(rec)
         return later
     later = _consistently(state, read)
     with _settled_base(state) as base:
-        for url, entry in iter_entries(base):
+        for url, entry in iter_entries(base, want):
             recs = later.pop(url, None)
             if recs:
                 one = {url: entry}
@@ -742,7 +795,7 @@ def _copy(src: Path, dst: Path) -> str:
     return h.hexdigest()
 
 
-def _digest(data: bytes) -> str:
+def _digest(data: bytes | bytearray) -> str:
     return hashlib.blake2b(data, digest_size=16).hexdigest()
 
 
@@ -756,73 +809,92 @@ def _parses(path: Path) -> bool:
     return True
 
 
-def iter_entries(path: Path) -> Iterator[tuple[str, dict[str, Any]]]:
-    """``(url, entry)`` of url-index.json one at a time, holding one entry and about a MiB
-    of text in memory (export of a million URLs).  A missing index has no entries; a corrupt
-    one raises CrawlError (one line)."""
+def iter_entries(path: Path, want: Callable[[str], bool] | None = None,
+                 ) -> Iterator[tuple[str, dict[str, Any]]]:
+    """``(url, entry)`` of the base one at a time: the one reader of the base (I6).  A JSONL
+    base is read a line at a time (one entry and a buffer in memory); a base of an earlier
+    version (one JSON object) is parsed whole, once, before a writer migrates it.  ``want``:
+    lines of other URLs are skipped without parsing them.  A missing base has no entries; a
+    corrupt one raises CrawlError (one line)."""
     try:
         f = open(path, "rb")  # noqa: SIM115 - closed by the with below
     except FileNotFoundError:
         return
-    dec = json.JSONDecoder()
-    utf8 = codecs.getincrementaldecoder("utf-8")()
     with f:
-        buf, pos, eof = "", 0, False
+        head = f.read(len(_JSONL_HEAD))
+        f.seek(0)
+        if head and head != _JSONL_HEAD:
+            try:
+                old = _parse_old(path, f.read())
+            except orjson.JSONDecodeError as e:
+                raise CrawlError(f"{path}: corrupt url-index ({e})") from None
+            for url, entry in old.items():
+                if want is None or want(url):
+                    yield url, entry
+            return
+        for line in f:
+            if not line.endswith(b"\n"):  # every line ends with one: a torn file
+                raise CrawlError(f"{path}: corrupt url-index (ends within a line)")
+            if want is not None and (u := _line_url(line)) is not None and not want(u):
+                continue
+            url, entry = _parse_line(path, line)
+            if url is not None and (want is None or want(url)):
+                yield url, entry
 
-        def more() -> bool:
-            nonlocal buf, pos, eof
-            if eof:
-                return False
-            chunk = f.read(_CHUNK)
-            eof = not chunk
-            buf = buf[pos:] + utf8.decode(chunk, final=eof)
-            pos = 0
-            return True
 
-        def token(expect: str) -> str:
-            nonlocal pos
-            while True:
-                while pos < len(buf) and buf[pos] in " \t\r\n":
-                    pos += 1
-                if pos < len(buf):
-                    c = buf[pos]
-                    if c not in expect:
-                        raise CrawlError(f"{path}: corrupt url-index (unexpected {c!r})")
-                    pos += 1
-                    return c
-                if not more():
-                    raise CrawlError(f"{path}: corrupt url-index (ends too early)")
+# A base line as write_base writes it starts with its URL; a base of an earlier version is
+# one JSON object whose first key is a URL (or, pretty-printed, a newline).
+_JSONL_HEAD = b'{"url":'
 
-        def value() -> Any:
-            nonlocal pos
-            while True:
-                while pos < len(buf) and buf[pos] in " \t\r\n":
-                    pos += 1
-                try:
-                    v, end = dec.raw_decode(buf, pos)
-                except json.JSONDecodeError as e:
-                    if more():
-                        continue
-                    raise CrawlError(f"{path}: corrupt url-index ({e})") from None
-                if end == len(buf) and not eof:  # a number may go on in the next chunk
-                    more()
-                    continue
-                pos = end
-                return v
 
-        token("{")
-        while True:
-            while pos < len(buf) and buf[pos] in " \t\r\n":
-                pos += 1
-            if pos >= len(buf) and not more():
-                raise CrawlError(f"{path}: corrupt url-index (ends too early)")
-            if buf[pos:pos + 1] == "}":
-                return
-            url = value()
-            token(":")
-            entry = value()
-            if not isinstance(url, str) or not isinstance(entry, dict):
-                raise CrawlError(f"{path}: corrupt url-index (not url -> object)")
-            yield url, entry
-            if token(",}") == "}":
-                return
+def _line_url(line: bytes) -> str | None:
+    """The URL of a base line without parsing it (None if it is not plainly there)."""
+    end = line.find(b'"', 8)
+    raw = line[8:end]
+    if end < 0 or not line.startswith(b'{"url":"') or b"\\" in raw:
+        return None  # an escape, or not ours: parsed in full
+    return raw.decode("utf-8", "replace")
+
+
+def _parse_line(path: Path, line: bytes) -> tuple[str | None, dict[str, Any]]:
+    if not line.strip():
+        return None, {}
+    try:
+        rec = orjson.loads(line)
+    except orjson.JSONDecodeError as e:
+        raise CrawlError(f"{path}: corrupt url-index ({e})") from None
+    if not isinstance(rec, dict) or not isinstance(url := rec.pop("url", None), str):
+        raise CrawlError(f"{path}: corrupt url-index (not a record)")
+    return url, rec
+
+
+def _parse_old(path: Path, raw: bytes) -> Index:
+    """A base of an earlier version: one JSON object, url -> entry."""
+    data = orjson.loads(raw)  # a JSONDecodeError (a ValueError) at the end: S1, read again
+    if not isinstance(data, dict) or not all(isinstance(e, dict) for e in data.values()):
+        raise CrawlError(f"{path}: corrupt url-index (not url -> object)")
+    return data
+
+
+def parse_base(path: Path, raw: bytes) -> Index:
+    """A whole base's bytes as a dict, in either format."""
+    if raw[:len(_JSONL_HEAD)] not in (_JSONL_HEAD, b""):
+        return _parse_old(path, raw)
+    if raw and not raw.endswith(b"\n"):
+        raise _CutShort(len(raw))  # every line ends with one: S1's stale size, read again
+    idx: Index = {}
+    for line in raw.splitlines():
+        url, entry = _parse_line(path, line)
+        if url is not None:
+            idx[url] = entry
+    return idx
+
+
+def old_format(path: Path) -> bool:
+    """A base written by an earlier version (one JSON object): rewritten once (migration)."""
+    try:
+        with open(path, "rb") as f:
+            head = f.read(len(_JSONL_HEAD))
+    except FileNotFoundError:
+        return False
+    return bool(head) and head != _JSONL_HEAD
