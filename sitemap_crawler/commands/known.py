@@ -28,8 +28,6 @@ from typing import Any
 from sitemap_crawler.commands.plan import Decision, Planner
 from sitemap_crawler.timestamps import parse_ts
 
-# What the judgement reads of an entry (index.py keeps segment records with these only).
-FIELDS = frozenset({"last_crawled", "removed", "failed", "change_frequency", "size"})
 _ANY, _REMOVED, _FAILED, _IN_ROUND = 1, 2, 4, 8
 
 

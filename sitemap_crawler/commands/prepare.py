@@ -55,7 +55,7 @@ from urllib.parse import urlsplit
 import httpx
 import orjson
 
-from sitemap_crawler.commands.known import FIELDS, KnownUrls
+from sitemap_crawler.commands.known import KnownUrls
 from sitemap_crawler.commands.plan import Planner
 from sitemap_crawler.config import Settings, Site
 from sitemap_crawler.convert.output import OutputLayout
@@ -482,7 +482,7 @@ class _Prepare:
         if not whole:
             return url_index.merged_stream(
                 self.state, self.wid, self.observer.is_dead, self.site.base_dir, self._known,
-                fields=FIELDS, lock_timeout=self.s.crawl_state.heartbeat_timeout)
+                lock_timeout=self.s.crawl_state.heartbeat_timeout)
         frontier = frontier_for(self.site, self.state) if self.rules is not None else None
         return url_index.merged_index(self.state, self.wid, self.observer.is_dead,
                                       self.site.base_dir, frontier,

@@ -429,17 +429,16 @@ def _merge(state: StateDir, worker_id: str, is_gone: Callable[[str], bool],
 
 def merged_stream(state: StateDir, worker_id: str, is_gone: Callable[[str], bool],
                   output_dir: Path | None, consume: Callable[[Iterator[tuple[str, Entry]]], T],
-                  *, fields: frozenset[str] | None = None, lock_timeout: float = 60.0) -> T:
+                  *, lock_timeout: float = 60.0) -> T:
     """Fold the journals in, then ``consume`` the index streamed under the same lock hold
-    (I1): prepare's compact form, without the whole index in memory.  ``fields``: what the
-    consumer reads of an entry (the segments' records are held with those only).  A base of
-    an earlier version is migrated first (I6); a corrupt base is rebuilt as ``merged_index``
+    (I1): prepare's compact form, without the whole index in memory.  A base of an earlier
+    version is migrated first (I6); a corrupt base is rebuilt as ``merged_index``
     does, and ``consume`` is given the rebuilt index (it must start afresh each call)."""
     def stream(lock: RenameLock) -> T:
         if old_format(state.index_path):
             _rewrite(state, output_dir, lock.check)
         try:
-            return consume(_stream_view(state, fields))
+            return consume(_stream_view(state))
         except CrawlError:
             v = _read_view(state, output_dir, rebuild=True)  # raises again unless the base
             if not v.rebuilt:                                 # was what was corrupt
@@ -709,43 +708,133 @@ def iter_view(state: StateDir, want: Callable[[str], bool] | None = None,
     """``(url, entry)`` of the whole index (or of the URLs ``want`` takes), streaming the
     base (export of a million URLs): memory holds the segments' records and a line of the
     base (I3 as for load_view)."""
-    return _stream_view(state, None, want)
+    return _stream_view(state, want)
 
 
-def _stream_view(state: StateDir, fields: frozenset[str] | None = None,
-                 want: Callable[[str], bool] | None = None) -> Iterator[tuple[str, Entry]]:
+def _stream_view(state: StateDir, want: Callable[[str], bool] | None = None,
+                 ) -> Iterator[tuple[str, Entry]]:
     """Base + segments folded, the base streamed in its (sorted) order, then the URLs only
-    the segments hold.  ``fields``: the segments' records are kept with those only (and
-    ``last_crawled`` and ``depth``, which :func:`apply` decides by), so the entries are
-    exact in those fields."""
-    keep = None if fields is None else fields | {"url", "last_crawled", "depth"}
+    the segments hold.  The segments' records are not held: where each one is (a
+    :class:`_Later`), read back when the base reaches its URL."""
+    later = _consistently(state, lambda: _Later(_live(state), want))
+    try:
+        with _settled_base(state) as base:
+            for url, entry in iter_entries(base, want):
+                recs = later.take(url)
+                if recs:
+                    one = {url: entry}
+                    for rec in recs:
+                        apply(one, rec)
+                    entry = one[url]
+                yield url, entry
+        for url, recs in later.rest():
+            one: Index = {}
+            for rec in recs:
+                apply(one, rec)
+            yield url, one[url]
+    finally:
+        later.close()
 
-    def read() -> dict[str, list[dict[str, Any]]]:
-        later: dict[str, list[dict[str, Any]]] = {}
-        for path, size in _live(state):
-            for rec in iter_segment(path, size):
-                url = rec["url"]
-                if want is not None and not want(url):
-                    continue
-                if keep is not None:
-                    rec = {k: x for k, x in rec.items() if k in keep}
-                later.setdefault(url, []).append(rec)
-        return later
-    later = _consistently(state, read)
-    with _settled_base(state) as base:
-        for url, entry in iter_entries(base, want):
-            recs = later.pop(url, None)
-            if recs:
-                one = {url: entry}
-                for rec in recs:
-                    apply(one, rec)
-                entry = one[url]
-            yield url, entry
-    for url, recs in later.items():
-        one: Index = {}
-        for rec in recs:
-            apply(one, rec)
-        yield url, one[url]
+
+class _Later:
+    """The segments' records by URL hash: (hash, where) in flat arrays, ~16 bytes a record
+    instead of the record (segments grow to half the base before a compaction, so holding
+    them was not bounded).  ``where`` is the segment's number << 40 | the line's offset; the
+    files stay open, so a compaction that deletes them meanwhile (I3) changes nothing read.
+    Stable sorting keeps each URL's records in fold order (segment, then line)."""
+
+    def __init__(self, live: list[tuple[Path, int | None]],
+                 want: Callable[[str], bool] | None) -> None:
+        self.files: list[Any] = []
+        keys, where = array("q"), array("q")
+        try:
+            for n, (path, size) in enumerate(live):
+                self.files.append(self._scan(path, size, n, want, keys, where))
+        except BaseException:
+            self.close()
+            raise
+        order = sorted(range(len(keys)), key=keys.__getitem__)
+        self.keys = array("q", map(keys.__getitem__, order))
+        self.where = array("q", map(where.__getitem__, order))
+        del keys, where, order
+        self.taken = bytearray(len(self.keys))
+
+    @staticmethod
+    def _scan(path: Path, size: int | None, n: int, want: Callable[[str], bool] | None,
+              keys: array[int], where: array[int]) -> Any:
+        """Open ``path`` and note its records; I5: a read shorter than the listed size is
+        S1's stale size on a share (read again for a while), else corruption."""
+        deadline = time.monotonic() + STALE_SIZE_WINDOW
+        while True:
+            f = open(path, "rb")  # noqa: SIM115 - kept open until close()
+            start, pos = len(keys), 0
+            try:
+                for line in f:
+                    if line.strip():
+                        url = _record(path, line)["url"]
+                        if want is None or want(url):
+                            keys.append(hash(url))
+                            where.append(n << 40 | pos)
+                    pos += len(line)
+            except BaseException:
+                f.close()
+                raise
+            if size is None or pos == size:
+                return f
+            f.close()
+            del keys[start:], where[start:]
+            if pos > size or not on_network_fs(path) or time.monotonic() >= deadline:
+                what = "shorter than its listed size" if pos < size else \
+                    f"{pos} bytes, the list says {size}"
+                raise CrawlError(f"{path}: corrupt url-index segment ({what})")
+            time.sleep(0.2)
+
+    def _read(self, i: int) -> dict[str, Any]:
+        w = self.where[i]
+        f = self.files[w >> 40]
+        f.seek(w & ((1 << 40) - 1))
+        return _record(Path(f.name), f.readline())
+
+    def take(self, url: str) -> list[dict[str, Any]]:
+        """The records of ``url``, in fold order (none: [])."""
+        h = hash(url)
+        i = bisect.bisect_left(self.keys, h)
+        out = []
+        while i < len(self.keys) and self.keys[i] == h:
+            if not self.taken[i] and (rec := self._read(i))["url"] == url:
+                self.taken[i] = 1
+                out.append(rec)
+            i += 1
+        return out
+
+    def rest(self) -> Iterator[tuple[str, list[dict[str, Any]]]]:
+        """The records not taken, by URL (URLs in hash order)."""
+        i, n = 0, len(self.keys)
+        while i < n:
+            j = i
+            group: dict[str, list[dict[str, Any]]] = {}
+            while j < n and self.keys[j] == self.keys[i]:
+                if not self.taken[j]:
+                    rec = self._read(j)
+                    group.setdefault(rec["url"], []).append(rec)
+                j += 1
+            yield from group.items()
+            i = j
+
+    def close(self) -> None:
+        for f in self.files:
+            f.close()
+
+
+def _record(path: Path, line: bytes) -> dict[str, Any]:
+    """One segment line, checked."""
+    try:
+        rec = orjson.loads(line)
+    except orjson.JSONDecodeError as e:
+        raise CrawlError(f"{path}: corrupt url-index segment ({e})") from None
+    if not isinstance(rec, dict) or not isinstance(rec.get("url"), str):
+        raise CrawlError(f"{path}: corrupt url-index segment (not a record)")
+    return rec
 
 
 @contextlib.contextmanager
