@@ -84,7 +84,7 @@ import secrets
 import tempfile
 import time
 from array import array
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar, TypeVar
@@ -98,9 +98,12 @@ from sitemap_crawler.protocol.fsutil import (
     STALE_SIZE_WINDOW,
     RenameLock,
     atomic_write,
+    fsync_dir,
     on_network_fs,
     read_settled,
     real_dir,
+    replace_file,
+    tmp_name,
     unlink_quiet,
 )
 from sitemap_crawler.protocol.heartbeat import proven_dead
@@ -540,9 +543,15 @@ def _maintain(state: StateDir, output_dir: Path | None, check: Callable[[], None
         return
     seg_bytes = sum(size or _size(p) for p, size in live)  # I5: no stat on a share
     if (v is not None and v.rebuilt) or migrate or seg_bytes * 2 > base_bytes:
-        if v is None:
+        if v is None and not old_format(state.index_path):
+            try:  # streamed: the index is never in memory whole
+                write_base_stream(state, _stream_view(state), check)
+            except CrawlError:  # a corrupt base (rebuilt below) or segment (raised again)
+                v = _read_view(state, output_dir, rebuild=True)
+        elif v is None:  # an earlier version's base: read whole once, rewritten as JSONL
             v = _read_view(state, output_dir, rebuild=True)
-        write_base(state, v.idx, check)
+        if v is not None:
+            write_base(state, v.idx, check)
         _drop(segs, check)
         _drop_orphans(state, check)
     elif len(segs) > MAX_SEGMENTS:
@@ -556,18 +565,51 @@ def _maintain(state: StateDir, output_dir: Path | None, check: Callable[[], None
 
 
 def write_base(state: StateDir, idx: Index, check: Callable[[], None]) -> None:
-    """The base, whole, then an empty segment list with its entry count (status reads that,
-    not a 250 MB file).  Every segment listed before is now in the base (I2)."""
-    data = bytearray()  # one buffer: a list of a million small bytes costs far more
-    for url in sorted(idx):
-        data += orjson.dumps({"url": url, **idx[url]})
-        data += b"\n"
-    digest = _digest(data)
-    atomic_write(state.index_path, data, before_replace=check)
-    keys = array("Q", sorted(_url_key(u) for u in idx))
+    """The base from a whole index, sorted by URL (:func:`write_base_stream`)."""
+    write_base_stream(state, ((u, idx[u]) for u in sorted(idx)), check)
+
+
+def write_base_stream(state: StateDir, entries: Iterable[tuple[str, Entry]],
+                      check: Callable[[], None]) -> None:
+    """The base, one JSON line per URL, written as ``entries`` come (a compaction streams
+    the view into it: a MiB of it in memory, and 8 bytes a URL for the keys file), then an
+    empty segment list with its entry count (status reads that, not a 680 MB file).  Every
+    segment listed before is now in the base (I2).  Atomic like atomic_write (I1)."""
+    target = state.index_path
+    tmp = tmp_name(target)
+    h = hashlib.blake2b(digest_size=16)
+    keys = array("Q")
+    size = 0
+    done = False
+    try:
+        with open(tmp, "wb") as f:
+            buf = bytearray()
+            for url, entry in entries:
+                buf += orjson.dumps({"url": url, **entry})
+                buf += b"\n"
+                keys.append(_url_key(url))
+                if len(buf) >= _CHUNK:
+                    h.update(buf)
+                    f.write(buf)
+                    size += len(buf)
+                    buf.clear()
+            h.update(buf)
+            f.write(buf)
+            size += len(buf)
+            f.flush()
+            os.fsync(f.fileno())
+        check()
+        replace_file(tmp, target)
+        done = True
+        fsync_dir(target.parent)
+    finally:
+        if not done:
+            unlink_quiet(tmp)
+    digest = h.hexdigest()
+    keys = array("Q", sorted(keys))
     atomic_write(state.root / KEYS_FILE, digest.encode() + b"\n" + keys.tobytes(),
                  before_replace=check)
-    _write_list(state, [], check, base=(len(idx), len(data), digest))
+    _write_list(state, [], check, base=(len(keys), size, digest))
 
 
 def _url_key(url: str) -> int:
