@@ -752,16 +752,24 @@ class _Prepare:
             return
         layout = OutputLayout(self.site.base_dir, self.s.output, self.site.name)
 
+        def mark_one(u: str, e: dict[str, Any] | None) -> bool:
+            if e is None or e.get("removed"):
+                return False
+            remove_output(layout, u, e.get("file_path"), self.s.on_removed)
+            tombstone(e, self.now, "not_in_sitemap")
+            return True
+
         def mark(live: dict[str, dict[str, Any]]) -> None:
             for u in gone:
-                e = live.get(u)
-                if e is None or e.get("removed"):
-                    continue
-                remove_output(layout, u, e.get("file_path"), self.s.on_removed)
-                tombstone(e, self.now, "not_in_sitemap")
+                mark_one(u, live.get(u))
 
-        url_index.update(self.state, self.wid, self.observer.is_dead, mark, self.site.base_dir,
-                         lock_timeout=self.s.crawl_state.heartbeat_timeout)
+        timeout = self.s.crawl_state.heartbeat_timeout
+        if isinstance(idx, KnownUrls):  # tombstones as a segment: the index is not loaded
+            url_index.update_some(self.state, self.wid, set(gone), mark_one,
+                                  self.site.base_dir, lock_timeout=timeout)
+        else:
+            url_index.update(self.state, self.wid, self.observer.is_dead, mark,
+                             self.site.base_dir, lock_timeout=timeout)
         for u in gone:
             log.info("removed (no longer in the sitemap): %s", u, extra={"url": u})
 

@@ -730,6 +730,28 @@ def update(state: StateDir, worker_id: str, is_dead: Callable[[str], bool],
         _rewrite(state, output_dir, lock.check, fn=fn)
 
 
+def update_some(state: StateDir, worker_id: str, urls: set[str],
+                fn: Callable[[str, Entry], bool], output_dir: Path | None = None, *,
+                lock_timeout: float = 60.0) -> int:
+    """``update`` for a few URLs of a large index: ``fn(url, entry)`` changes the entry in
+    place (True: it did), under the index lock; the changed entries are written as one
+    segment, each with its own ``last_crawled``, so :func:`apply` folds it over the entry as
+    the change (a newer crawl of the URL still wins).  The index is streamed, never held.
+    Returns the number of entries changed."""
+    with _index_lock(state, worker_id, lock_timeout) as lock:
+        if old_format(state.index_path):
+            _rewrite(state, output_dir, lock.check)  # migrated first (I6)
+        seg = bytearray()
+        n = 0
+        for url, entry in _stream_view(state, urls.__contains__):
+            if fn(url, entry):
+                seg += orjson.dumps({"url": url, **entry}) + b"\n"
+                n += 1
+        written = _write_segment(state, worker_id, seg, lock.check) if seg else None
+        _maintain(state, output_dir, lock.check, None, written)
+        return n
+
+
 @contextlib.contextmanager
 def _index_lock(state: StateDir, worker_id: str, timeout: float) -> Iterator[RenameLock]:
     """The cross-machine lock every writer of the index holds (I1; fsutil L1-L4)."""
