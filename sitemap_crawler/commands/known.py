@@ -4,9 +4,10 @@ The url-index of a million-page site is ~680 MB of JSON and was ~3.6 GB as Pytho
 Prepare's judgement of a listed URL reads only a few of an entry's fields, so the index is
 streamed once (protocol/index.py ``merged_stream``) into flat arrays, ~41 bytes per URL:
 
-* the URL's ``hash()`` (salted per process, like discover/urls.py ``UrlSet``), sorted, found
-  by bisection; two URLs sharing a hash (~n²/2⁶⁵) get the first one's fields in this
-  prepare only: the next process has another salt;
+* the URL's ``hash()`` (salted per process, like discover/urls.py ``UrlSet``), found through
+  an open-addressing table of slot numbers (4 bytes, at most half full: no sort, whose
+  Python ints cost ~76 bytes a URL for a moment); two URLs sharing a hash (~n²/2⁶⁵) get
+  the first one's fields in this prepare only: the next process has another salt;
 * ``last_crawled`` parsed (NaN: the planner's "new"), ``change_frequency``, ``size``, and
   flags (an entry at all, removed, failed, crawled since the unfinished round began);
 * the hash of the URL's normalised form, to tell which index URLs the sources no longer list.
@@ -21,7 +22,6 @@ from __future__ import annotations
 
 import math
 from array import array
-from bisect import bisect_left
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -34,7 +34,7 @@ _ANY, _REMOVED, _FAILED, _IN_ROUND = 1, 2, 4, 8
 class KnownUrls:
     """The url-index's URLs, by hash, with the fields of the due judgement (module doc)."""
 
-    __slots__ = ("_cf", "_crawled", "_flags", "_keys", "_norm", "_size")
+    __slots__ = ("_cf", "_crawled", "_flags", "_keys", "_mask", "_norm", "_size", "_table")
 
     def __init__(self) -> None:
         self._keys = array("q")
@@ -43,6 +43,8 @@ class KnownUrls:
         self._size = array("q")
         self._flags = array("B")
         self._norm = array("q")
+        self._table = array("i", [0])  # slot + 1 by hash, 0: empty
+        self._mask = 0
 
     @classmethod
     def build(cls, entries: Iterable[tuple[str, dict[str, Any]]], round_at: str | None,
@@ -64,14 +66,21 @@ class KnownUrls:
             crawled.append(math.nan if t is None else t)
             cf.append(_number(e.get("change_frequency"), float))
             size.append(_number(e.get("size"), int))
-        k._sort()
+        k._index()
         return k
 
-    def _sort(self) -> None:
-        order = sorted(range(len(self._keys)), key=self._keys.__getitem__)
-        for name in self.__slots__:
-            col = getattr(self, name)
-            setattr(self, name, array(col.typecode, map(col.__getitem__, order)))
+    def _index(self) -> None:
+        size = 2
+        while size < 2 * len(self._keys):
+            size *= 2
+        table = array("i", bytes(4 * size))
+        mask = size - 1
+        for slot, h in enumerate(self._keys, 1):
+            j = h & mask
+            while table[j]:
+                j = (j + 1) & mask
+            table[j] = slot
+        self._table, self._mask = table, mask
 
     def __len__(self) -> int:
         return len(self._keys)
@@ -79,8 +88,13 @@ class KnownUrls:
     def find(self, url: str) -> int | None:
         """The URL's slot, or None if the index does not hold it."""
         h = hash(url)
-        i = bisect_left(self._keys, h)
-        return i if i < len(self._keys) and self._keys[i] == h else None
+        table, keys, mask = self._table, self._keys, self._mask
+        j = h & mask
+        while slot := table[j]:
+            if keys[slot - 1] == h:
+                return slot - 1
+            j = (j + 1) & mask
+        return None
 
     def empty(self, slot: int) -> bool:
         """An entry with no fields at all (prepare's ``if prior:`` is false for it)."""

@@ -438,8 +438,11 @@ def merged_stream(state: StateDir, worker_id: str, is_gone: Callable[[str], bool
     version is migrated first (I6); a corrupt base is rebuilt as ``merged_index``
     does, and ``consume`` is given the rebuilt index (it must start afresh each call)."""
     def stream(lock: RenameLock) -> T:
-        if old_format(state.index_path):
-            _rewrite(state, output_dir, lock.check)
+        if _size(state.index_path) and (old_format(state.index_path)
+                                        or not _read_list(state).get("base_id")):
+            # I6: an earlier version's base, or one no list describes (status counts it
+            # from the list): rewritten once
+            _compact(state, output_dir, lock.check, None, segment_files(state))
         try:
             return consume(_stream_view(state))
         except CrawlError:
@@ -543,17 +546,7 @@ def _maintain(state: StateDir, output_dir: Path | None, check: Callable[[], None
         return
     seg_bytes = sum(size or _size(p) for p, size in live)  # I5: no stat on a share
     if (v is not None and v.rebuilt) or migrate or seg_bytes * 2 > base_bytes:
-        if v is None and not old_format(state.index_path):
-            try:  # streamed: the index is never in memory whole
-                write_base_stream(state, _stream_view(state), check)
-            except CrawlError:  # a corrupt base (rebuilt below) or segment (raised again)
-                v = _read_view(state, output_dir, rebuild=True)
-        elif v is None:  # an earlier version's base: read whole once, rewritten as JSONL
-            v = _read_view(state, output_dir, rebuild=True)
-        if v is not None:
-            write_base(state, v.idx, check)
-        _drop(segs, check)
-        _drop_orphans(state, check)
+        _compact(state, output_dir, check, v, segs)
     elif len(segs) > MAX_SEGMENTS:
         data = bytearray()
         for p, size in live:
@@ -562,6 +555,23 @@ def _maintain(state: StateDir, output_dir: Path | None, check: Callable[[], None
                 data += b"\n"
         _write_segment(state, "combined", data, check, replaces=segs)
         _drop(segs, check)
+
+
+def _compact(state: StateDir, output_dir: Path | None, check: Callable[[], None],
+             v: _View | None, segs: list[Path]) -> None:
+    """Base + ``segs`` into a new base: ``v`` if given, else the view streamed (never in
+    memory whole); an earlier version's base or a corrupt one is read whole (I6)."""
+    if v is None and not old_format(state.index_path):
+        try:
+            write_base_stream(state, _stream_view(state), check)
+        except CrawlError:  # a corrupt base (rebuilt below) or segment (raised again)
+            v = _read_view(state, output_dir, rebuild=True)
+    elif v is None:  # an earlier version's base: read whole once, rewritten as JSONL
+        v = _read_view(state, output_dir, rebuild=True)
+    if v is not None:
+        write_base(state, v.idx, check)
+    _drop(segs, check)
+    _drop_orphans(state, check)
 
 
 def write_base(state: StateDir, idx: Index, check: Callable[[], None]) -> None:
