@@ -2,10 +2,11 @@
 
 Format (roadmap v0.4.0, extended): a **base** file and **segments** beside it::
 
-    url-index.json        {"https://host/page": {"last_modified": "...", "etag": "\\"abc\\"",
-                            "content_hash": "sha256:...", "status_code": 200,
-                            "last_crawled": "2026-11-21T12:00:00Z",
-                            "file_path": "host/page.md", "outcome": "new", ...}}
+    url-index.json        one entry per line (JSONL, like the segments; issue 22):
+                          {"url": "https://host/page", "last_modified": "...",
+                           "etag": "\\"abc\\"", "content_hash": "sha256:...",
+                           "status_code": 200, "last_crawled": "2026-11-21T12:00:00Z",
+                           "file_path": "host/page.md", "outcome": "new", ...}
     url-index.d/00000007-<writer>.jsonl   one record per line: {"url": ..., <entry fields>}
     url-index.segments.json   {"segments": ["00000007-<writer>.jsonl", ...], "sizes": {...},
                                "base_entries": N,
@@ -20,10 +21,15 @@ made a crawl that changed 1,000 pages of a 1,000,000-URL site pay for the whole 
 learnt, and the base is rewritten (**compacted**) only when the segments reach half its size
 (so the cost per record stays constant, amortised), when there are more than
 :data:`MAX_SEGMENTS` of them (they are then combined into one segment, not into the base),
-or when a change that is not a crawl result (tombstones, :func:`update`) needs it.  Both
-files stay plain JSON / JSON lines a person can read; ``export`` gives the folded view.  An
-index written by an earlier version is just a base without segments (the first prepare rewrites it
-once, so that the segment list holds its figures).
+or when a change that is not a crawl result (:func:`update`) needs it; prepare's tombstones
+are a segment (:func:`update_some`).  Every file is JSON lines a person can read; ``export``
+gives the folded view.
+
+One reader (I6): the base is read by :func:`iter_entries` only, a line at a time, and the
+folded view by :func:`_stream_view`, which streams the base and holds of the segments only
+where each record is (:class:`_Later`).  Prepare (commands/known.py), export, status and a
+compaction (:func:`write_base_stream`) go through it, so none holds the index whole; a
+worker's fold for link following and :func:`update` still do (``_read_view``).
 
 Workers never write the index: they append to their own journals (journal.py), and
 :func:`merge` folds the journals in under a cross-machine RenameLock.  A corrupt base found
@@ -56,6 +62,13 @@ Invariants:
 * I5. The list records each segment's byte size, and a segment is read until it has that
   size: a share's client that serves a stale (shorter) size could cut it at a line's end,
   which parses and would silently drop the lines after it.
+* I6. A base written by an earlier version (one JSON object, url -> entry) is read whole by
+  the same reader, and rewritten as JSONL by the next writer that reads the whole view
+  (prepare, a compaction, :func:`update`): once, with its memory then.  A base that no list
+  describes (a crash between base and list, or an earlier version) is rewritten by the
+  next prepare too, so ``status`` counts from the list.  A base line cut short (no newline
+  at the end) is corruption, rebuilt like any corrupt base; a cut exactly at a line's end
+  is caught on a share by the digest check of ``_settled_base``, not by ``load``.
 * J2. A journal is deleted only after the segment holding its records is in place, when its
   worker is gone (closed journal, or ``is_gone``), **and while no ticket is claimed under
   that worker's id** (``claimed/*_<w>.json``): the reclaimer (tickets.py T5) reads the
