@@ -2,6 +2,7 @@
 
     python -m bench.bench_index [--sizes 10000,100000,1000000] [--changed 1000]
                                 [--dirs local,smb] [--pythonpath DIR] [--workdir DIR]
+                                [--base-format jsonl|json]
 
 For each state location (``local``: a directory under --workdir; ``smb``: the SMB share's
 mount A, ../shared/netfs) and each index size N, on one nginx (bench/nginx.py) serving
@@ -15,7 +16,8 @@ mount A, ../shared/netfs) and each index size N, on one nginx (bench/nginx.py) s
    merges their results into the index; "state bytes written" is the size of every file in
    the state directory that is new or replaced after the run (url-index.json, its segments,
    journals, tickets, heartbeats), measured by comparing (inode, mtime, size) before/after;
-4. ``sitemap-crawler status --json`` (timed);
+4. ``sitemap-crawler status --json`` (timed), then ``prepare`` again (timed, peak RSS): a
+   no-op, every URL fresh;
 5. a merge alone: a journal of ``--changed`` records folded by ``protocol.index.merge`` in a
    fresh process (timed).
 
@@ -132,13 +134,22 @@ def write_sitemaps(root: Path, n: int, base: str, real: list[str]) -> str:
     return f"{base}/n{n}/sitemap.xml"
 
 
-def synth_index(state: Path, n: int, base: str, real: list[str]) -> int:
+def synth_index(state: Path, n: int, base: str, real: list[str], fmt: str = "jsonl") -> int:
+    """The base as the measured code writes it: ``jsonl`` (sorted lines, since issue 22) or
+    ``json`` (one object, for code before it)."""
     idx = {base + p: _entry(base + p, p, i) for i, p in enumerate(real)}
     for i in range(n - len(real)):
         u = f"{base}/other/{i}.html"
         idx[u] = _entry(u, f"other/{i}.html", i + len(real))
     state.mkdir(parents=True, exist_ok=True)
-    data = orjson.dumps(idx, option=orjson.OPT_SORT_KEYS)
+    if fmt == "json":
+        data = orjson.dumps(idx, option=orjson.OPT_SORT_KEYS)
+    else:
+        buf = bytearray()
+        for u in sorted(idx):
+            buf += orjson.dumps({"url": u, **idx[u]}) + b"\n"
+        data = bytes(buf)
+    del idx
     (state / "url-index.json").write_bytes(data)
     return len(data)
 
@@ -164,7 +175,7 @@ def written(before: dict[str, tuple[int, int, int]],
 
 
 def one(where: Path, n: int, changed: int, base: str, real: list[str], source: str,
-        env: dict[str, str]) -> dict[str, Any]:
+        env: dict[str, str], fmt: str = "jsonl") -> dict[str, Any]:
     out = where / f"run-{n}"
     shutil.rmtree(out, ignore_errors=True)
     out.mkdir(parents=True)
@@ -175,7 +186,7 @@ def one(where: Path, n: int, changed: int, base: str, real: list[str], source: s
                      "crawl_state": {"ticket_size": 100}},
         "sites": [{"name": "bench", "source": source, "base_dir": "md"}]}))
     state = out / ".crawl-state" / "bench"
-    base_bytes = synth_index(state, n, base, real)
+    base_bytes = synth_index(state, n, base, real, fmt)
     cli = [sys.executable, "-m", "sitemap_crawler", "--config", str(cfg), "--log-level",
            "WARNING"]
     prep = _measured([*cli, "prepare", "bench"], env)
@@ -188,6 +199,10 @@ def one(where: Path, n: int, changed: int, base: str, real: list[str], source: s
     after = snapshot(state)
     wbytes, wfiles = written(before, after)
     st = _measured([*cli, "status", "bench", "--json"], env)
+    noop = _measured([*cli, "prepare", "bench"], env)  # nothing changed since: all fresh
+    if noop["rc"] != 0 or "wrote 0 tickets" not in noop["stdout"]:
+        raise RuntimeError(f"the second prepare was not a no-op: {noop['stdout'][-500:]}"
+                           f"{noop['stderr'][-500:]}")
     merge = subprocess.run([sys.executable, "-c", _MERGE, str(state), str(changed), base],
                            capture_output=True, text=True, env=env, check=True,
                            cwd=_cwd(env))
@@ -201,6 +216,9 @@ def one(where: Path, n: int, changed: int, base: str, real: list[str], source: s
            "work_state_bytes_written": wbytes, "work_state_files_written": wfiles,
            "work_rss_mib": round(work["max_rss_kib"] / 1024, 1),
            "status_s": round(st["seconds"], 2),
+           "recrawl_s": round(prep["seconds"] + work["seconds"], 2),
+           "noop_prepare_s": round(noop["seconds"], 2),
+           "noop_prepare_rss_mib": round(noop["max_rss_kib"] / 1024, 1),
            "merge_1000_s": round(json.loads(merge.stdout)["seconds"], 3),
            "md_files": sum(1 for _ in (out / "md").rglob("*.md"))}
     shutil.rmtree(out, ignore_errors=True)
@@ -215,6 +233,8 @@ def main() -> None:
     ap.add_argument("--dirs", default="local,smb")
     ap.add_argument("--pythonpath", default=None)
     ap.add_argument("--workdir", type=Path, default=None)
+    ap.add_argument("--base-format", choices=("jsonl", "json"), default="jsonl",
+                    help="json: the one-object base of code before issue 22 (--pythonpath)")
     a = ap.parse_args()
     work = a.workdir or Path(tempfile.mkdtemp(prefix="bench-index-"))
     site_root = work / "site"
@@ -232,19 +252,22 @@ def main() -> None:
             try:
                 for n in sizes:
                     rec = {"where": kind, **one(where, n, a.changed, base, real, sources[n],
-                                                env)}
+                                                env, a.base_format)}
                     rows.append(rec)
                     print(json.dumps(rec), flush=True)
             finally:
                 if kind != "local":
                     shutil.rmtree(where, ignore_errors=True)
     print(f"\n{'where':6} {'entries':>9} {'base MB':>8} {'prepare s':>9} {'prep MiB':>8} "
-          f"{'work s':>7} {'state MB written':>16} {'status s':>8} {'merge s':>8}")
+          f"{'work s':>7} {'re-crawl s':>10} {'state MB written':>16} {'status s':>8} "
+          f"{'merge s':>8} {'no-op prep s':>12} {'MiB':>6}")
     for r in rows:
         print(f"{r['where']:6} {r['index_entries']:>9,} {r['index_base_bytes'] / 1e6:>8.1f} "
               f"{r['prepare_s']:>9.2f} {r['prepare_rss_mib']:>8.1f} {r['work_s']:>7.2f} "
+              f"{r['recrawl_s']:>10.2f} "
               f"{r['work_state_bytes_written'] / 1e6:>16.2f} {r['status_s']:>8.2f} "
-              f"{r['merge_1000_s']:>8.3f}")
+              f"{r['merge_1000_s']:>8.3f} {r['noop_prepare_s']:>12.2f} "
+              f"{r['noop_prepare_rss_mib']:>6.1f}")
     if a.workdir is None:
         shutil.rmtree(work, ignore_errors=True)
 

@@ -14,12 +14,11 @@
 
 from __future__ import annotations
 
-import json
 import re
 
 from httpserver import LocalServer, Response
 from lxml import etree
-from sites import cli, write_config
+from sites import cli, read_index, write_config
 
 from bench.longsite import LongSite
 from sitemap_crawler.convert import signals
@@ -113,8 +112,7 @@ def test_render_http_crawl_still_warns_about_a_shell(tmp_path) -> None:
     assert r.returncode == 0, r.stderr
     assert "shell.html looks like a JavaScript shell" in r.stderr
     assert "plain.html looks like" not in r.stderr
-    idx = json.loads((tmp_path / "out" / ".crawl-state" / "docs" / "url-index.json")
-                     .read_text())
+    idx = read_index(tmp_path / "out" / ".crawl-state" / "docs")
     assert idx[urls[0]]["outcome"] == "new"
 
 

@@ -6,7 +6,6 @@ with one line, writing nothing."""
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 import subprocess
@@ -15,6 +14,8 @@ import time
 from pathlib import Path
 
 import pytest
+
+from sitemap_crawler.protocol import index as url_index
 
 AGENT = Path(__file__).parent / "protocol_agent.py"
 
@@ -33,7 +34,7 @@ def wait_holding(p: subprocess.Popen[str]) -> None:
 
 
 def index_of(root: Path) -> dict:
-    return json.loads((root / "url-index.json").read_bytes())
+    return url_index.load(root / "url-index.json")
 
 
 def locks_left(root: Path) -> list[str]:

@@ -284,7 +284,7 @@ def test_a_corrupt_url_index_is_reported_and_rebuilt_from_front_matter(server, t
     again = [q for q in server.requests[n:] if q.path.startswith("/docs/")]
     assert len(again) == 8 and all("if-none-match" in q.headers for q in again)
     assert "unchanged 8 (304)" in r.stdout, r.stdout
-    idx = json.loads(index_path.read_text())
+    idx = read_index(state_dir(out))
     assert all(u in idx for u in urls)
 
 

@@ -47,12 +47,22 @@ class Planner:
         crawled = parse_ts(prior.get("last_crawled"))
         if crawled is None:
             return Decision(True, True, "new", 1e9)
+        return self.decide_at(lastmod, changefreq, priority, crawled,
+                              float(prior.get("change_frequency") or 0),
+                              bool(prior.get("failed")))
+
+    def decide_at(self, lastmod: str | None, changefreq: str | None, priority: float | None,
+                  crawled: float | None, change_frequency: float, failed: bool) -> Decision:
+        """``decide`` from the few fields it reads (prepare's compact index, known.py);
+        ``crawled`` None: never crawled, removed, or no valid ``last_crawled``."""
+        if crawled is None:
+            return Decision(True, True, "new", 1e9)
         age = max(0.0, self.now - crawled)
-        score = age / 86400 * 0.4 + float(prior.get("change_frequency") or 0) * 10 * 0.4 \
+        score = age / 86400 * 0.4 + change_frequency * 10 * 0.4 \
             + (priority if priority is not None else 0.5) * 0.2
         if self.full:
             return Decision(True, False, "full", score)
-        if prior.get("failed"):
+        if failed:
             return Decision(True, False, "retry", score + 1000)
         interval = self.settings.recrawl_interval
         if interval and age >= interval:

@@ -55,6 +55,7 @@ from urllib.parse import urlsplit
 import httpx
 import orjson
 
+from sitemap_crawler.commands.known import KnownUrls
 from sitemap_crawler.commands.plan import Planner
 from sitemap_crawler.commands.scope import MANIFEST_HOSTS, MAX_HOSTS, hosts_of, manifest_hosts
 from sitemap_crawler.config import Settings, Site
@@ -108,6 +109,9 @@ _COMPLETE_KINDS = {"urlset", "sitemapindex", "llms", "text", "robots"}
 LINK_SITE_PROBE = ("/sitemap.xml",)  # what a link-following site is probed for (_seeds)
 PREPARE_WAIT = 3600.0  # seconds a prepare waits for another one on the same site (P2)
 REMOVAL_SAMPLE = 20  # URLs named in the result (and by --dry-run) of those removed
+# The url-index as prepare holds it: a dict where link following or smart sampling need the
+# entries themselves, else the compact form (known.py).
+Known = dict[str, dict[str, Any]] | KnownUrls
 
 
 @dataclass
@@ -228,6 +232,7 @@ class _Tickets:
         self.hold = hold
         self.hold_counted = False
         self.held: list[list[dict[str, Any]]] = []
+        self.later: list[dict[str, Any]] = []  # new URLs whose prior is read at close
         self.written = 0
         self.hosts: set[str] = set()  # of the URLs ticketed (commands/scope.py)
 
@@ -250,7 +255,14 @@ class _Tickets:
     def add_due(self, score: float, entry: dict[str, Any]) -> None:
         self.stale.append((-score, entry))
 
-    def close(self, before_write: Callable[[list[dict[str, Any]]], None] | None = None) -> None:
+    def close(self, before_write: Callable[[list[dict[str, Any]]], None] | None = None,
+              fill: Callable[[], None] | None = None) -> None:
+        """``fill``: gives the held entries their priors before any of them is written."""
+        if fill is not None:
+            fill()
+        if self.later:
+            self.add_new_many(self.later)
+            self.later = []
         if self.batch:
             self._write(self.batch)
             self.batch = []
@@ -291,6 +303,16 @@ class _Tickets:
             if self.full:
                 ticket["full"] = True
             self.queue.add(ticket)
+
+
+def _carried(prior: dict[str, Any]) -> dict[str, Any]:
+    """What a ticket carries of a URL's index entry to the worker (validators, hashes...)."""
+    out = {k: prior[k] for k in _CARRY if prior.get(k) is not None}
+    if str(prior.get("outcome") or "").startswith("skipped:"):  # a 304 may keep why
+        out["outcome"] = prior["outcome"]
+    if prior.get("removed"):  # back in the sources: written again, tombstone lifted
+        out = returning(out)
+    return out
 
 
 class _Excluded:
@@ -344,6 +366,8 @@ class _Prepare:
 
             self.rules = LinkRules(self.s, site.sources)
         self.excluded = _Excluded(self.state, enabled=False)
+        self.round_at: str | None = None
+        self.to_fill: dict[str, dict[str, Any]] = {}  # ticket entries whose prior is read later
 
     def run(self, progress: Callable[[str], None] | None) -> PrepareResult:
         if self.res.dry_run:
@@ -367,6 +391,8 @@ class _Prepare:
     def _run_timed(self, progress: Callable[[str], None] | None) -> PrepareResult:
         t0 = time.monotonic()
         res, dry_run = self.res, self.res.dry_run
+        if not dry_run or self.state.exists():  # known before the index is read (known.py)
+            self.round_at = self._unfinished_round(TicketQueue(self.state, self.wid))
         idx = self._load_index()
         self.excluded = _Excluded(self.state, enabled=not dry_run)
         try:
@@ -378,7 +404,7 @@ class _Prepare:
         res.seconds = time.monotonic() - t0
         return res
 
-    def _run(self, idx: dict[str, dict[str, Any]], progress: Callable[[str], None] | None,
+    def _run(self, idx: Known, progress: Callable[[str], None] | None,
              res: PrepareResult, dry_run: bool) -> None:
         queue = TicketQueue(self.state, self.wid)
         if not dry_run:  # W2: what killed writers left in the staging directory
@@ -388,13 +414,12 @@ class _Prepare:
         for u in queue.pending_urls():
             self.queued.add(normalize_url(u))
         self.queued_any = len(self.queued) > 0
-        self.round_at = self._unfinished_round(queue)
         with contextlib.ExitStack() as stack:
             self.gate = (None if dry_run
                          else stack.enter_context(shared_gate(self.state, self.wid, self.s)))
             self._discover(idx, progress, res, dry_run, queue)
 
-    def _discover(self, idx: dict[str, dict[str, Any]],
+    def _discover(self, idx: Known,
                   progress: Callable[[str], None] | None, res: PrepareResult, dry_run: bool,
                   queue: TicketQueue) -> None:
         planner = Planner(self.s, full=self._full_crawl(idx))
@@ -418,7 +443,8 @@ class _Prepare:
         if self.rules is not None:
             self._replan_found(idx, planner, tickets)
         # due-again URLs go after the new ones, by score; link following marks them queued
-        tickets.close(self._mark_queued if self.rules is not None else None)
+        tickets.close(self._mark_queued if self.rules is not None else None,
+                      self._fill_priors)
         complete = not stats.errors and not stats.truncated_files
         if cache is not None and complete:
             res.sitemaps_pruned = cache.prune()
@@ -453,16 +479,42 @@ class _Prepare:
             sync_filesystem(self.state.ticket_dir("pending"))
             self._record(tickets.run, tickets.hosts)
 
-    def _load_index(self) -> dict[str, dict[str, Any]]:
+    def _load_index(self) -> Known:
+        """The index, compact (known.py) unless link following or smart sampling need the
+        entries; with the journals folded in first (not for a dry run)."""
+        whole = self.rules is not None or self.s.crawl_mode == "smart"
         if self.res.dry_run:
             if not self.state.exists():
                 return {}
-            return url_index.load_or_rebuild(self.state, self.site.base_dir)
+            if not whole:
+                try:
+                    return self._known(url_index.iter_view(self.state))
+                except CrawlError:
+                    pass  # a corrupt base: rebuilt in memory below, as always
+            idx = url_index.load_or_rebuild(self.state, self.site.base_dir)
+            return idx if whole else self._known(iter(idx.items()))
         self.state.ensure()
+        if not whole:
+            return url_index.merged_stream(
+                self.state, self.wid, self.observer.is_dead, self.site.base_dir, self._known,
+                lock_timeout=self.s.crawl_state.heartbeat_timeout)
         frontier = frontier_for(self.site, self.state) if self.rules is not None else None
         return url_index.merged_index(self.state, self.wid, self.observer.is_dead,
                                       self.site.base_dir, frontier,
                                       lock_timeout=self.s.crawl_state.heartbeat_timeout)
+
+    def _known(self, entries: Iterator[tuple[str, dict[str, Any]]]) -> KnownUrls:
+        return KnownUrls.build(entries, self.round_at, normalize_url)
+
+    def _fill_priors(self) -> None:
+        """The priors of the ticket entries judged on the compact index, read in one more
+        pass over the index (only those URLs' lines are parsed)."""
+        need, self.to_fill = self.to_fill, {}
+        if not need or self.res.dry_run:
+            return
+        for url, prior in url_index.iter_view(self.state, want=need.__contains__):
+            if prior:  # an entry emptied meanwhile (a rebuild) carries nothing, as before
+                need[url]["prior"] = _carried(prior)
 
     # -- link following ----------------------------------------------------------------------
     def _seeds(self, client: httpx.Client, stats: DiscoveryStats,
@@ -539,10 +591,11 @@ class _Prepare:
         s = self.s
         return self.full or s.crawl_mode == "full" or not s.crawl_state.incremental
 
-    def _full_crawl(self, idx: dict[str, dict[str, Any]]) -> bool:
+    def _full_crawl(self, idx: Known) -> bool:
         """--full, or crawl_mode smart whose sample says that enough changed."""
         s = self.s
-        if self.full or s.crawl_mode != "smart" or not idx or self.res.dry_run:
+        if self.full or s.crawl_mode != "smart" or not idx or self.res.dry_run \
+                or not isinstance(idx, dict):
             return self.full
         verdict = sample_changes(idx, s, self.gate or HostGate(
             self.state.gate_root, self.wid, self.observer.is_dead), self.site.sources)
@@ -553,7 +606,7 @@ class _Prepare:
                  verdict.sampled, self.res.smart["mode"])
         return full
 
-    def _admit(self, e: Entry, idx: dict[str, dict[str, Any]], planner: Planner,
+    def _admit(self, e: Entry, idx: Known, planner: Planner,
                tickets: _Tickets, depth: int = 0, discovered: bool = True) -> None:
         """One discovered URL: filtered, duplicate, queued, fresh, over the cap, or a ticket."""
         res = self.res
@@ -575,7 +628,7 @@ class _Prepare:
             return
         self._plan(e, idx, planner, tickets, depth)
 
-    def _admit_columns(self, cols: Columns, idx: dict[str, dict[str, Any]], planner: Planner,
+    def _admit_columns(self, cols: Columns, idx: Known, planner: Planner,
                        tickets: _Tickets) -> None:
         """``_admit`` for each entry of ``cols``, in order, with the same outcome; the
         common case (nothing filtered, the index empty, no cap) on whole lists."""
@@ -638,25 +691,48 @@ class _Prepare:
                         entry[name] = v
         return entries
 
-    def _plan(self, e: Entry, idx: dict[str, dict[str, Any]], planner: Planner,
+    def _judge(self, e: Entry, idx: Known, planner: Planner,
+               ) -> tuple[bool, float, dict[str, Any] | bool | None] | None:
+        """None if ``e`` is fresh or done in this round (counted); else (new, score, prior):
+        the index's entry, or True for one the compact index holds (its prior is read when
+        the tickets are written), or None (not in the index, or an empty entry)."""
+        res = self.res
+        if isinstance(idx, KnownUrls):
+            slot = idx.find(e.url) if idx else None
+            if slot is None:
+                return True, 0.0, None
+            if self.round_at is not None and idx.done_in_round(slot):
+                res.done_in_round += 1  # R1: crawled since this round began; not again
+                return None
+            d = idx.decide(planner, e.lastmod, e.changefreq, e.priority, slot)
+            if not d.due:
+                res.fresh += 1
+                res.bytes_saved += idx.size(slot)
+                return None
+            return d.new, d.score, not idx.empty(slot) or None
+        prior = idx.get(e.url) if idx else None
+        if prior is None:
+            return True, 0.0, None
+        if self.round_at is not None and (prior.get("last_crawled") or "") >= self.round_at:
+            res.done_in_round += 1  # R1: crawled since this round began; not again
+            return None
+        d = planner.decide(e.lastmod, e.changefreq, e.priority, prior)
+        if not d.due:
+            res.fresh += 1
+            res.bytes_saved += prior.get("size") or 0
+            return None
+        return d.new, d.score, prior
+
+    def _plan(self, e: Entry, idx: Known, planner: Planner,
               tickets: _Tickets, depth: int) -> None:
         """A listed URL new to this prepare: fresh, done in this round, over the cap, or a
         ticket entry (new, or due again with its score)."""
         res = self.res
         url = e.url
-        prior = idx.get(url) if idx else None
-        new, score = True, 0.0
-        if prior is not None and self.round_at is not None \
-                and (prior.get("last_crawled") or "") >= self.round_at:
-            res.done_in_round += 1  # R1: crawled since this round began; not again
+        judged = self._judge(e, idx, planner)
+        if judged is None:
             return
-        if prior is not None:
-            d = planner.decide(e.lastmod, e.changefreq, e.priority, prior)
-            if not d.due:
-                res.fresh += 1
-                res.bytes_saved += prior.get("size") or 0
-                return
-            new, score = d.new, d.score
+        new, score, prior = judged
         limit = self.s.max_urls_per_site
         if limit and res.kept >= limit:
             res.over_limit += 1
@@ -673,22 +749,29 @@ class _Prepare:
             entry["markdown_url"] = e.markdown_url  # the worker asks for the .md twin first
         if self.rules is not None:
             entry["depth"] = depth
-        if prior:
-            entry["prior"] = {k: prior[k] for k in _CARRY if prior.get(k) is not None}
-            if str(prior.get("outcome") or "").startswith("skipped:"):  # a 304 may keep why
-                entry["prior"]["outcome"] = prior["outcome"]
-            if prior.get("removed"):  # back in the sources: written again, tombstone lifted
-                entry["prior"] = returning(entry["prior"])
+        if prior is True:
+            self.to_fill[url] = entry  # _fill_priors gives it its prior
+        elif prior:
+            entry["prior"] = _carried(prior)
         if new:
             res.new += 1
-            tickets.add_new(entry)
+            if prior is True:
+                tickets.later.append(entry)  # written once its prior is there
+            else:
+                tickets.add_new(entry)
         else:
             res.due_again += 1
             tickets.add_due(score, entry)
 
-    def _remove_unlisted(self, idx: dict[str, dict[str, Any]]) -> None:
+    def _remove_unlisted(self, idx: Known) -> None:
         """URLs of the index the sources no longer list: markdown removed, tombstone kept."""
-        gone = [u for u, e in idx.items()
+        if isinstance(idx, KnownUrls):  # by hash, then their URLs in one more pass if any
+            keys = idx.unlisted(self.listed.holds_hash)
+            entries = (url_index.iter_view(self.state, want=lambda u: hash(u) in keys)
+                       if keys else iter(()))
+        else:
+            entries = iter(idx.items())
+        gone = [u for u, e in entries
                 if not e.get("removed") and normalize_url(u) not in self.listed]
         self.res.removed = len(gone)
         self.res.removed_sample = gone[:REMOVAL_SAMPLE]
@@ -696,16 +779,24 @@ class _Prepare:
             return
         layout = OutputLayout(self.site.base_dir, self.s.output, self.site.name)
 
+        def mark_one(u: str, e: dict[str, Any] | None) -> bool:
+            if e is None or e.get("removed"):
+                return False
+            remove_output(layout, u, e.get("file_path"), self.s.on_removed)
+            tombstone(e, self.now, "not_in_sitemap")
+            return True
+
         def mark(live: dict[str, dict[str, Any]]) -> None:
             for u in gone:
-                e = live.get(u)
-                if e is None or e.get("removed"):
-                    continue
-                remove_output(layout, u, e.get("file_path"), self.s.on_removed)
-                tombstone(e, self.now, "not_in_sitemap")
+                mark_one(u, live.get(u))
 
-        url_index.update(self.state, self.wid, self.observer.is_dead, mark, self.site.base_dir,
-                         lock_timeout=self.s.crawl_state.heartbeat_timeout)
+        timeout = self.s.crawl_state.heartbeat_timeout
+        if isinstance(idx, KnownUrls):  # tombstones as a segment: the index is not loaded
+            url_index.update_some(self.state, self.wid, set(gone), mark_one,
+                                  self.site.base_dir, lock_timeout=timeout)
+        else:
+            url_index.update(self.state, self.wid, self.observer.is_dead, mark,
+                             self.site.base_dir, lock_timeout=timeout)
         for u in gone:
             log.info("removed (no longer in the sitemap): %s", u, extra={"url": u})
 

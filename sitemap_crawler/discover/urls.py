@@ -377,7 +377,12 @@ class UrlSet:
     def __contains__(self, key: object) -> bool:
         if not isinstance(key, str):
             return False
-        h = hash(key) or 1
+        return self.holds_hash(hash(key))
+
+    def holds_hash(self, h: int) -> bool:
+        """``hash(key) in self`` for a key hashed earlier in this process (prepare keeps the
+        hashes of the index's URLs, not the strings: commands/known.py)."""
+        h = h or 1
         s = h >> 60
         table = self._tables[s]
         mask = self._masks[s]

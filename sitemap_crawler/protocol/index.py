@@ -2,10 +2,11 @@
 
 Format (roadmap v0.4.0, extended): a **base** file and **segments** beside it::
 
-    url-index.json        {"https://host/page": {"last_modified": "...", "etag": "\\"abc\\"",
-                            "content_hash": "sha256:...", "status_code": 200,
-                            "last_crawled": "2026-11-21T12:00:00Z",
-                            "file_path": "host/page.md", "outcome": "new", ...}}
+    url-index.json        one entry per line (JSONL, like the segments; issue 22):
+                          {"url": "https://host/page", "last_modified": "...",
+                           "etag": "\\"abc\\"", "content_hash": "sha256:...",
+                           "status_code": 200, "last_crawled": "2026-11-21T12:00:00Z",
+                           "file_path": "host/page.md", "outcome": "new", ...}
     url-index.d/00000007-<writer>.jsonl   one record per line: {"url": ..., <entry fields>}
     url-index.segments.json   {"segments": ["00000007-<writer>.jsonl", ...], "sizes": {...},
                                "base_entries": N,
@@ -20,10 +21,15 @@ made a crawl that changed 1,000 pages of a 1,000,000-URL site pay for the whole 
 learnt, and the base is rewritten (**compacted**) only when the segments reach half its size
 (so the cost per record stays constant, amortised), when there are more than
 :data:`MAX_SEGMENTS` of them (they are then combined into one segment, not into the base),
-or when a change that is not a crawl result (tombstones, :func:`update`) needs it.  Both
-files stay plain JSON / JSON lines a person can read; ``export`` gives the folded view.  An
-index written by an earlier version is just a base without segments (the first prepare rewrites it
-once, so that the segment list holds its figures).
+or when a change that is not a crawl result (:func:`update`) needs it; prepare's tombstones
+are a segment (:func:`update_some`).  Every file is JSON lines a person can read; ``export``
+gives the folded view.
+
+One reader (I6): the base is read by :func:`iter_entries` only, a line at a time, and the
+folded view by :func:`_stream_view`, which streams the base and holds of the segments only
+where each record is (:class:`_Later`).  Prepare (commands/known.py), export, status and a
+compaction (:func:`write_base_stream`) go through it, so none holds the index whole; a
+worker's fold for link following and :func:`update` still do (``_read_view``).
 
 Workers never write the index: they append to their own journals (journal.py), and
 :func:`merge` folds the journals in under a cross-machine RenameLock.  A corrupt base found
@@ -56,6 +62,13 @@ Invariants:
 * I5. The list records each segment's byte size, and a segment is read until it has that
   size: a share's client that serves a stale (shorter) size could cut it at a line's end,
   which parses and would silently drop the lines after it.
+* I6. A base written by an earlier version (one JSON object, url -> entry) is read whole by
+  the same reader, and rewritten as JSONL by the next writer that reads the whole view
+  (prepare, a compaction, :func:`update`): once, with its memory then.  A base that no list
+  describes (a crash between base and list, or an earlier version) is rewritten by the
+  next prepare too, so ``status`` counts from the list.  A base line cut short (no newline
+  at the end) is corruption, rebuilt like any corrupt base; a cut exactly at a line's end
+  is caught on a share by the digest check of ``_settled_base``, not by ``load``.
 * J2. A journal is deleted only after the segment holding its records is in place, when its
   worker is gone (closed journal, or ``is_gone``), **and while no ticket is claimed under
   that worker's id** (``claimed/*_<w>.json``): the reclaimer (tickets.py T5) reads the
@@ -76,17 +89,15 @@ Invariants:
 from __future__ import annotations
 
 import bisect
-import codecs
 import contextlib
 import hashlib
-import json
 import logging
 import os
 import secrets
 import tempfile
 import time
 from array import array
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar, TypeVar
@@ -100,9 +111,12 @@ from sitemap_crawler.protocol.fsutil import (
     STALE_SIZE_WINDOW,
     RenameLock,
     atomic_write,
+    fsync_dir,
     on_network_fs,
     read_settled,
     real_dir,
+    replace_file,
+    tmp_name,
     unlink_quiet,
 )
 from sitemap_crawler.protocol.heartbeat import proven_dead
@@ -114,7 +128,8 @@ from sitemap_crawler.timestamps import utcnow
 
 log = logging.getLogger(__name__)
 
-Index = dict[str, dict[str, Any]]
+Entry = dict[str, Any]
+Index = dict[str, Entry]
 T = TypeVar("T")
 
 # Fields a journal record carries that are about the crawl, not about the URL.
@@ -134,14 +149,11 @@ _READ_TRIES = 20
 def load(path: Path) -> Index:
     """The base file; raises CrawlError (one line) if it exists but is not a valid index."""
     try:
-        data = read_settled(path, orjson.loads)  # S1: a share may serve a stale size
+        return read_settled(path, lambda raw: parse_base(path, raw))  # S1: a stale size
     except FileNotFoundError:
         return {}
-    except orjson.JSONDecodeError as e:
+    except ValueError as e:
         raise CrawlError(f"{path}: corrupt url-index ({e})") from None
-    if not isinstance(data, dict):
-        raise CrawlError(f"{path}: corrupt url-index (not a JSON object)")
-    return data
 
 
 def segment_dir(state: StateDir) -> Path:
@@ -369,7 +381,9 @@ def merged_index(state: StateDir, worker_id: str, is_dead: Callable[[str], bool]
 
 def _merge(state: StateDir, worker_id: str, is_gone: Callable[[str], bool] | None,
            output_dir: Path | None, lock_timeout: float, frontier: Frontier | None = None,
-           *, view: bool = False) -> tuple[int, Index | None]:
+           *, view: bool = False, then: Callable[[RenameLock], T] | None = None,
+           ) -> tuple[int, Any]:
+    """``then``: run under the same lock hold after the merge; its result is returned."""
     with _index_lock(state, worker_id, lock_timeout) as lock:
         v: _View | None = None
         cached = None
@@ -428,7 +442,46 @@ def _merge(state: StateDir, worker_id: str, is_gone: Callable[[str], bool] | Non
             prune_journals(state, files, is_gone, lock.check)
         if cached is not None:
             cached.keep()  # only after every write succeeded: else the next fold reads anew
+        if then is not None:
+            return applied, then(lock)
         return applied, (v.idx if v is not None else None)
+
+
+def merged_stream(state: StateDir, worker_id: str, is_gone: Callable[[str], bool],
+                  output_dir: Path | None, consume: Callable[[Iterator[tuple[str, Entry]]], T],
+                  *, lock_timeout: float = 60.0) -> T:
+    """Fold the journals in, then ``consume`` the index streamed under the same lock hold
+    (I1): prepare's compact form, without the whole index in memory.  A base of an earlier
+    version is migrated first (I6); a corrupt base is rebuilt as ``merged_index``
+    does, and ``consume`` is given the rebuilt index (it must start afresh each call)."""
+    def stream(lock: RenameLock) -> T:
+        if _size(state.index_path) and (old_format(state.index_path)
+                                        or not _read_list(state).get("base_id")):
+            # I6: an earlier version's base, or one no list describes (status counts it
+            # from the list): rewritten once
+            _compact(state, output_dir, lock.check, None, segment_files(state))
+        try:
+            return consume(_stream_view(state))
+        except CrawlError:
+            v = _read_view(state, output_dir, rebuild=True)  # raises again unless the base
+            if not v.rebuilt:                                 # was what was corrupt
+                raise
+            _rewrite(state, output_dir, lock.check, v)
+            return consume(iter(v.idx.items()))
+    return _merge(state, worker_id, is_gone, output_dir, lock_timeout, then=stream)[1]
+
+
+def _rewrite(state: StateDir, output_dir: Path | None, check: Callable[[], None],
+             v: _View | None = None, fn: Callable[[Index], None] | None = None) -> None:
+    """The whole view (``v``, or read now) as a new base, ``fn`` applied first; every segment
+    it held goes (I2)."""
+    if v is None:
+        v = _read_view(state, output_dir, rebuild=True)
+    if fn is not None:
+        fn(v.idx)
+    write_base(state, v.idx, check)
+    _drop(v.segments, check)
+    _drop_orphans(state, check)
 
 
 class _FoldCache:
@@ -504,16 +557,13 @@ def _maintain(state: StateDir, output_dir: Path | None, check: Callable[[], None
     base_bytes = _size(state.index_path)
     # An index of an earlier version has no list naming its base: migrate it once, when the
     # whole view is in memory anyway (prepare), so status and export get its figures.
-    migrate = v is not None and base_bytes > 0 and not listed.get("base_id")
+    migrate = v is not None and base_bytes > 0 and (not listed.get("base_id")
+                                                    or old_format(state.index_path))
     if not segs and not migrate and not (v is not None and v.rebuilt):
         return
     seg_bytes = sum(size or _size(p) for p, size in live)  # I5: no stat on a share
     if (v is not None and v.rebuilt) or migrate or seg_bytes * 2 > base_bytes:
-        if v is None:
-            v = _read_view(state, output_dir, rebuild=True)
-        write_base(state, v.idx, check)
-        _drop(segs, check)
-        _drop_orphans(state, check)
+        _compact(state, output_dir, check, v, segs)
     elif len(segs) > MAX_SEGMENTS:
         data = bytearray()
         for p, size in live:
@@ -524,16 +574,69 @@ def _maintain(state: StateDir, output_dir: Path | None, check: Callable[[], None
         _drop(segs, check)
 
 
+def _compact(state: StateDir, output_dir: Path | None, check: Callable[[], None],
+             v: _View | None, segs: list[Path]) -> None:
+    """Base + ``segs`` into a new base: ``v`` if given, else the view streamed (never in
+    memory whole); an earlier version's base or a corrupt one is read whole (I6)."""
+    if v is None and not old_format(state.index_path):
+        try:
+            write_base_stream(state, _stream_view(state), check)
+        except CrawlError:  # a corrupt base (rebuilt below) or segment (raised again)
+            v = _read_view(state, output_dir, rebuild=True)
+    elif v is None:  # an earlier version's base: read whole once, rewritten as JSONL
+        v = _read_view(state, output_dir, rebuild=True)
+    if v is not None:
+        write_base(state, v.idx, check)
+    _drop(segs, check)
+    _drop_orphans(state, check)
+
+
 def write_base(state: StateDir, idx: Index, check: Callable[[], None]) -> None:
-    """The base, whole, then an empty segment list with its entry count (status reads that,
-    not a 250 MB file).  Every segment listed before is now in the base (I2)."""
-    data = orjson.dumps(idx, option=orjson.OPT_SORT_KEYS)
-    digest = _digest(data)
-    atomic_write(state.index_path, data, before_replace=check)
-    keys = array("Q", sorted(_url_key(u) for u in idx))
+    """The base from a whole index, sorted by URL (:func:`write_base_stream`)."""
+    write_base_stream(state, ((u, idx[u]) for u in sorted(idx)), check)
+
+
+def write_base_stream(state: StateDir, entries: Iterable[tuple[str, Entry]],
+                      check: Callable[[], None]) -> None:
+    """The base, one JSON line per URL, written as ``entries`` come (a compaction streams
+    the view into it: a MiB of it in memory, and 8 bytes a URL for the keys file), then an
+    empty segment list with its entry count (status reads that, not a 680 MB file).  Every
+    segment listed before is now in the base (I2).  Atomic like atomic_write (I1)."""
+    target = state.index_path
+    tmp = tmp_name(target)
+    h = hashlib.blake2b(digest_size=16)
+    keys = array("Q")
+    size = 0
+    done = False
+    try:
+        with open(tmp, "wb") as f:
+            buf = bytearray()
+            for url, entry in entries:
+                buf += orjson.dumps({"url": url, **entry})
+                buf += b"\n"
+                keys.append(_url_key(url))
+                if len(buf) >= _CHUNK:
+                    h.update(buf)
+                    f.write(buf)
+                    size += len(buf)
+                    buf.clear()
+            h.update(buf)
+            f.write(buf)
+            size += len(buf)
+            f.flush()
+            os.fsync(f.fileno())
+        check()
+        replace_file(tmp, target)
+        done = True
+        fsync_dir(target.parent)
+    finally:
+        if not done:
+            unlink_quiet(tmp)
+    digest = h.hexdigest()
+    keys = array("Q", sorted(keys))
     atomic_write(state.root / KEYS_FILE, digest.encode() + b"\n" + keys.tobytes(),
                  before_replace=check)
-    _write_list(state, [], check, base=(len(idx), len(data), digest))
+    _write_list(state, [], check, base=(len(keys), size, digest))
 
 
 def _url_key(url: str) -> int:
@@ -655,11 +758,29 @@ def update(state: StateDir, worker_id: str, is_dead: Callable[[str], bool],
     crawl's results always go through the journals.
     """
     with _index_lock(state, worker_id, lock_timeout) as lock:
-        v = _read_view(state, output_dir, rebuild=True)
-        fn(v.idx)
-        write_base(state, v.idx, lock.check)
-        _drop(v.segments, lock.check)
-        _drop_orphans(state, lock.check)
+        _rewrite(state, output_dir, lock.check, fn=fn)
+
+
+def update_some(state: StateDir, worker_id: str, urls: set[str],
+                fn: Callable[[str, Entry], bool], output_dir: Path | None = None, *,
+                lock_timeout: float = 60.0) -> int:
+    """``update`` for a few URLs of a large index: ``fn(url, entry)`` changes the entry in
+    place (True: it did), under the index lock; the changed entries are written as one
+    segment, each with its own ``last_crawled``, so :func:`apply` folds it over the entry as
+    the change (a newer crawl of the URL still wins).  The index is streamed, never held.
+    Returns the number of entries changed."""
+    with _index_lock(state, worker_id, lock_timeout) as lock:
+        if old_format(state.index_path):
+            _rewrite(state, output_dir, lock.check)  # migrated first (I6)
+        seg = bytearray()
+        n = 0
+        for url, entry in _stream_view(state, urls.__contains__):
+            if fn(url, entry):
+                seg += orjson.dumps({"url": url, **entry}) + b"\n"
+                n += 1
+        written = _write_segment(state, worker_id, seg, lock.check) if seg else None
+        _maintain(state, output_dir, lock.check, None, written)
+        return n
 
 
 @contextlib.contextmanager
@@ -677,30 +798,138 @@ def _index_lock(state: StateDir, worker_id: str, timeout: float) -> Iterator[Ren
     lock.release()  # raises LockLost (a CrawlError) if the lock was taken meanwhile
 
 
-def iter_view(state: StateDir) -> Iterator[tuple[str, dict[str, Any]]]:
-    """``(url, entry)`` of the whole index, streaming the base (export of a million URLs):
-    memory holds the segments' records and about a MiB of the base (I3 as for load_view)."""
-    def read() -> dict[str, list[dict[str, Any]]]:
-        later: dict[str, list[dict[str, Any]]] = {}
-        for path, size in _live(state):
-            for rec in iter_segment(path, size):
-                later.setdefault(rec["url"], []).append(rec)
-        return later
-    later = _consistently(state, read)
-    with _settled_base(state) as base:
-        for url, entry in iter_entries(base):
-            recs = later.pop(url, None)
-            if recs:
-                one = {url: entry}
-                for rec in recs:
-                    apply(one, rec)
-                entry = one[url]
-            yield url, entry
-    for url, recs in later.items():
-        one: Index = {}
-        for rec in recs:
-            apply(one, rec)
-        yield url, one[url]
+def iter_view(state: StateDir, want: Callable[[str], bool] | None = None,
+              ) -> Iterator[tuple[str, Entry]]:
+    """``(url, entry)`` of the whole index (or of the URLs ``want`` takes), streaming the
+    base (export of a million URLs): memory holds the segments' records and a line of the
+    base (I3 as for load_view)."""
+    return _stream_view(state, want)
+
+
+def _stream_view(state: StateDir, want: Callable[[str], bool] | None = None,
+                 ) -> Iterator[tuple[str, Entry]]:
+    """Base + segments folded, the base streamed in its (sorted) order, then the URLs only
+    the segments hold.  The segments' records are not held: where each one is (a
+    :class:`_Later`), read back when the base reaches its URL."""
+    later = _consistently(state, lambda: _Later(_live(state), want))
+    try:
+        with _settled_base(state) as base:
+            for url, entry in iter_entries(base, want):
+                recs = later.take(url)
+                if recs:
+                    one = {url: entry}
+                    for rec in recs:
+                        apply(one, rec)
+                    entry = one[url]
+                yield url, entry
+        for url, recs in later.rest():
+            one: Index = {}
+            for rec in recs:
+                apply(one, rec)
+            yield url, one[url]
+    finally:
+        later.close()
+
+
+class _Later:
+    """The segments' records by URL hash: (hash, where) in flat arrays, ~16 bytes a record
+    instead of the record (segments grow to half the base before a compaction, so holding
+    them was not bounded).  ``where`` is the segment's number << 40 | the line's offset; the
+    files stay open, so a compaction that deletes them meanwhile (I3) changes nothing read.
+    Stable sorting keeps each URL's records in fold order (segment, then line)."""
+
+    def __init__(self, live: list[tuple[Path, int | None]],
+                 want: Callable[[str], bool] | None) -> None:
+        self.files: list[Any] = []
+        keys, where = array("q"), array("q")
+        try:
+            for n, (path, size) in enumerate(live):
+                self.files.append(self._scan(path, size, n, want, keys, where))
+        except BaseException:
+            self.close()
+            raise
+        order = sorted(range(len(keys)), key=keys.__getitem__)
+        self.keys = array("q", map(keys.__getitem__, order))
+        self.where = array("q", map(where.__getitem__, order))
+        del keys, where, order
+        self.taken = bytearray(len(self.keys))
+
+    @staticmethod
+    def _scan(path: Path, size: int | None, n: int, want: Callable[[str], bool] | None,
+              keys: array[int], where: array[int]) -> Any:
+        """Open ``path`` and note its records; I5: a read shorter than the listed size is
+        S1's stale size on a share (read again for a while), else corruption."""
+        deadline = time.monotonic() + STALE_SIZE_WINDOW
+        while True:
+            f = open(path, "rb")  # noqa: SIM115 - kept open until close()
+            start, pos = len(keys), 0
+            try:
+                for line in f:
+                    if line.strip():
+                        url = _record(path, line)["url"]
+                        if want is None or want(url):
+                            keys.append(hash(url))
+                            where.append(n << 40 | pos)
+                    pos += len(line)
+            except BaseException:
+                f.close()
+                raise
+            if size is None or pos == size:
+                return f
+            f.close()
+            del keys[start:], where[start:]
+            if pos > size or not on_network_fs(path) or time.monotonic() >= deadline:
+                what = "shorter than its listed size" if pos < size else \
+                    f"{pos} bytes, the list says {size}"
+                raise CrawlError(f"{path}: corrupt url-index segment ({what})")
+            time.sleep(0.2)
+
+    def _read(self, i: int) -> dict[str, Any]:
+        w = self.where[i]
+        f = self.files[w >> 40]
+        f.seek(w & ((1 << 40) - 1))
+        return _record(Path(f.name), f.readline())
+
+    def take(self, url: str) -> list[dict[str, Any]]:
+        """The records of ``url``, in fold order (none: [])."""
+        h = hash(url)
+        i = bisect.bisect_left(self.keys, h)
+        out = []
+        while i < len(self.keys) and self.keys[i] == h:
+            if not self.taken[i] and (rec := self._read(i))["url"] == url:
+                self.taken[i] = 1
+                out.append(rec)
+            i += 1
+        return out
+
+    def rest(self) -> Iterator[tuple[str, list[dict[str, Any]]]]:
+        """The records not taken, by URL (URLs in hash order)."""
+        i, n = 0, len(self.keys)
+        while i < n:
+            j = i
+            group: dict[str, list[dict[str, Any]]] = {}
+            while j < n and self.keys[j] == self.keys[i]:
+                if not self.taken[j]:
+                    rec = self._read(j)
+                    group.setdefault(rec["url"], []).append(rec)
+                j += 1
+            yield from group.items()
+            i = j
+
+    def close(self) -> None:
+        for f in self.files:
+            f.close()
+
+
+def _record(path: Path, line: bytes) -> dict[str, Any]:
+    """One segment line, checked."""
+    try:
+        rec = orjson.loads(line)
+    except orjson.JSONDecodeError as e:
+        raise CrawlError(f"{path}: corrupt url-index segment ({e})") from None
+    if not isinstance(rec, dict) or not isinstance(rec.get("url"), str):
+        raise CrawlError(f"{path}: corrupt url-index segment (not a record)")
+    return rec
 
 
 @contextlib.contextmanager
@@ -750,7 +979,7 @@ def _copy(src: Path, dst: Path) -> str:
     return h.hexdigest()
 
 
-def _digest(data: bytes) -> str:
+def _digest(data: bytes | bytearray) -> str:
     return hashlib.blake2b(data, digest_size=16).hexdigest()
 
 
@@ -764,73 +993,92 @@ def _parses(path: Path) -> bool:
     return True
 
 
-def iter_entries(path: Path) -> Iterator[tuple[str, dict[str, Any]]]:
-    """``(url, entry)`` of url-index.json one at a time, holding one entry and about a MiB
-    of text in memory (export of a million URLs).  A missing index has no entries; a corrupt
-    one raises CrawlError (one line)."""
+def iter_entries(path: Path, want: Callable[[str], bool] | None = None,
+                 ) -> Iterator[tuple[str, dict[str, Any]]]:
+    """``(url, entry)`` of the base one at a time: the one reader of the base (I6).  A JSONL
+    base is read a line at a time (one entry and a buffer in memory); a base of an earlier
+    version (one JSON object) is parsed whole, once, before a writer migrates it.  ``want``:
+    lines of other URLs are skipped without parsing them.  A missing base has no entries; a
+    corrupt one raises CrawlError (one line)."""
     try:
         f = open(path, "rb")  # noqa: SIM115 - closed by the with below
     except FileNotFoundError:
         return
-    dec = json.JSONDecoder()
-    utf8 = codecs.getincrementaldecoder("utf-8")()
     with f:
-        buf, pos, eof = "", 0, False
+        head = f.read(len(_JSONL_HEAD))
+        f.seek(0)
+        if head and head != _JSONL_HEAD:
+            try:
+                old = _parse_old(path, f.read())
+            except orjson.JSONDecodeError as e:
+                raise CrawlError(f"{path}: corrupt url-index ({e})") from None
+            for url, entry in old.items():
+                if want is None or want(url):
+                    yield url, entry
+            return
+        for line in f:
+            if not line.endswith(b"\n"):  # every line ends with one: a torn file
+                raise CrawlError(f"{path}: corrupt url-index (ends within a line)")
+            if want is not None and (u := _line_url(line)) is not None and not want(u):
+                continue
+            url, entry = _parse_line(path, line)
+            if url is not None and (want is None or want(url)):
+                yield url, entry
 
-        def more() -> bool:
-            nonlocal buf, pos, eof
-            if eof:
-                return False
-            chunk = f.read(_CHUNK)
-            eof = not chunk
-            buf = buf[pos:] + utf8.decode(chunk, final=eof)
-            pos = 0
-            return True
 
-        def token(expect: str) -> str:
-            nonlocal pos
-            while True:
-                while pos < len(buf) and buf[pos] in " \t\r\n":
-                    pos += 1
-                if pos < len(buf):
-                    c = buf[pos]
-                    if c not in expect:
-                        raise CrawlError(f"{path}: corrupt url-index (unexpected {c!r})")
-                    pos += 1
-                    return c
-                if not more():
-                    raise CrawlError(f"{path}: corrupt url-index (ends too early)")
+# A base line as write_base writes it starts with its URL; a base of an earlier version is
+# one JSON object whose first key is a URL (or, pretty-printed, a newline).
+_JSONL_HEAD = b'{"url":'
 
-        def value() -> Any:
-            nonlocal pos
-            while True:
-                while pos < len(buf) and buf[pos] in " \t\r\n":
-                    pos += 1
-                try:
-                    v, end = dec.raw_decode(buf, pos)
-                except json.JSONDecodeError as e:
-                    if more():
-                        continue
-                    raise CrawlError(f"{path}: corrupt url-index ({e})") from None
-                if end == len(buf) and not eof:  # a number may go on in the next chunk
-                    more()
-                    continue
-                pos = end
-                return v
 
-        token("{")
-        while True:
-            while pos < len(buf) and buf[pos] in " \t\r\n":
-                pos += 1
-            if pos >= len(buf) and not more():
-                raise CrawlError(f"{path}: corrupt url-index (ends too early)")
-            if buf[pos:pos + 1] == "}":
-                return
-            url = value()
-            token(":")
-            entry = value()
-            if not isinstance(url, str) or not isinstance(entry, dict):
-                raise CrawlError(f"{path}: corrupt url-index (not url -> object)")
-            yield url, entry
-            if token(",}") == "}":
-                return
+def _line_url(line: bytes) -> str | None:
+    """The URL of a base line without parsing it (None if it is not plainly there)."""
+    end = line.find(b'"', 8)
+    raw = line[8:end]
+    if end < 0 or not line.startswith(b'{"url":"') or b"\\" in raw:
+        return None  # an escape, or not ours: parsed in full
+    return raw.decode("utf-8", "replace")
+
+
+def _parse_line(path: Path, line: bytes) -> tuple[str | None, dict[str, Any]]:
+    if not line.strip():
+        return None, {}
+    try:
+        rec = orjson.loads(line)
+    except orjson.JSONDecodeError as e:
+        raise CrawlError(f"{path}: corrupt url-index ({e})") from None
+    if not isinstance(rec, dict) or not isinstance(url := rec.pop("url", None), str):
+        raise CrawlError(f"{path}: corrupt url-index (not a record)")
+    return url, rec
+
+
+def _parse_old(path: Path, raw: bytes) -> Index:
+    """A base of an earlier version: one JSON object, url -> entry."""
+    data = orjson.loads(raw)  # a JSONDecodeError (a ValueError) at the end: S1, read again
+    if not isinstance(data, dict) or not all(isinstance(e, dict) for e in data.values()):
+        raise CrawlError(f"{path}: corrupt url-index (not url -> object)")
+    return data
+
+
+def parse_base(path: Path, raw: bytes) -> Index:
+    """A whole base's bytes as a dict, in either format."""
+    if raw[:len(_JSONL_HEAD)] not in (_JSONL_HEAD, b""):
+        return _parse_old(path, raw)
+    if raw and not raw.endswith(b"\n"):
+        raise _CutShort(len(raw))  # every line ends with one: S1's stale size, read again
+    idx: Index = {}
+    for line in raw.splitlines():
+        url, entry = _parse_line(path, line)
+        if url is not None:
+            idx[url] = entry
+    return idx
+
+
+def old_format(path: Path) -> bool:
+    """A base written by an earlier version (one JSON object): rewritten once (migration)."""
+    try:
+        with open(path, "rb") as f:
+            head = f.read(len(_JSONL_HEAD))
+    except FileNotFoundError:
+        return False
+    return bool(head) and head != _JSONL_HEAD
