@@ -23,7 +23,11 @@ from sitemap_crawler.protocol.heartbeat import read_heartbeat
 from sitemap_crawler.protocol.journal import read_journal
 from sitemap_crawler.protocol.state import StateDir
 
-TOLERANCE = 0.01  # seconds: the server stamps arrival in another process than the sender
+# seconds: the test servers stamp a request when a thread of the pytest process has parsed
+# it; with both cores busy those stamps were seen to lag the client's own send stamps
+# (Lease.mark_sent, same monotonic clock) by up to 95 ms, while the sends were never closer
+# than the delay. A broken gate shows gaps near 0.
+TOLERANCE = 0.05
 
 
 @pytest.fixture
