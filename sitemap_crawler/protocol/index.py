@@ -244,15 +244,8 @@ def iter_segment(path: Path, size: int | None = None) -> Iterator[dict[str, Any]
     except ValueError as e:  # written atomically by us: a bad one was not written by us
         raise CrawlError(f"{path}: corrupt url-index segment ({e})") from None
     for line in raw.splitlines():
-        if not line.strip():
-            continue
-        try:
-            rec = orjson.loads(line)
-        except orjson.JSONDecodeError as e:
-            raise CrawlError(f"{path}: corrupt url-index segment ({e})") from None
-        if not isinstance(rec, dict) or not isinstance(rec.get("url"), str):
-            raise CrawlError(f"{path}: corrupt url-index segment (not a record)")
-        yield rec
+        if line.strip():
+            yield _record(path, line)
 
 
 def read_segment(path: Path, size: int | None = None) -> list[dict[str, Any]]:
