@@ -829,11 +829,15 @@ class _Later:
     instead of the record (segments grow to half the base before a compaction, so holding
     them was not bounded).  ``where`` is the segment's number << 40 | the line's offset; the
     files stay open, so a compaction that deletes them meanwhile (I3) changes nothing read.
+    On a network share an open handle does not keep a deleted file readable (seen on
+    smbnetfs: ENOENT on a later read), so there each segment is read from a local copy.
     Stable sorting keeps each URL's records in fold order (segment, then line)."""
 
     def __init__(self, live: list[tuple[Path, int | None]],
                  want: Callable[[str], bool] | None) -> None:
         self.files: list[Any] = []
+        self.tmp: tempfile.TemporaryDirectory[str] | None = None
+        self.paths = [path for path, _ in live]
         keys, where = array("q"), array("q")
         try:
             for n, (path, size) in enumerate(live):
@@ -847,14 +851,24 @@ class _Later:
         del keys, where, order
         self.taken = bytearray(len(self.keys))
 
-    @staticmethod
-    def _scan(path: Path, size: int | None, n: int, want: Callable[[str], bool] | None,
-              keys: array[int], where: array[int]) -> Any:
+    def _open(self, path: Path, n: int) -> Any:
+        """``path`` open for reading, kept open until close(): the file itself on a local
+        disk, a local copy of it on a share."""
+        if not on_network_fs(path):
+            return open(path, "rb")
+        if self.tmp is None:
+            self.tmp = tempfile.TemporaryDirectory(prefix="sitemap-crawler-segments-")
+        copy = Path(self.tmp.name) / str(n)
+        _copy(path, copy)  # FileNotFoundError: compacted meanwhile, read again (I3)
+        return open(copy, "rb")
+
+    def _scan(self, path: Path, size: int | None, n: int,
+              want: Callable[[str], bool] | None, keys: array[int], where: array[int]) -> Any:
         """Open ``path`` and note its records; I5: a read shorter than the listed size is
         S1's stale size on a share (read again for a while), else corruption."""
         deadline = time.monotonic() + STALE_SIZE_WINDOW
         while True:
-            f = open(path, "rb")  # noqa: SIM115 - kept open until close()
+            f = self._open(path, n)
             start, pos = len(keys), 0
             try:
                 for line in f:
@@ -881,7 +895,7 @@ class _Later:
         w = self.where[i]
         f = self.files[w >> 40]
         f.seek(w & ((1 << 40) - 1))
-        return _record(Path(f.name), f.readline())
+        return _record(self.paths[w >> 40], f.readline())
 
     def take(self, url: str) -> list[dict[str, Any]]:
         """The records of ``url``, in fold order (none: [])."""
@@ -912,6 +926,8 @@ class _Later:
     def close(self) -> None:
         for f in self.files:
             f.close()
+        if self.tmp is not None:
+            self.tmp.cleanup()
 
 
 def _record(path: Path, line: bytes) -> dict[str, Any]:
