@@ -37,7 +37,8 @@ After the schedule a final ``crawl --workers 2`` on machine A must exit 0 (``res
   with JSON on stdout; ``timeout``: the trial overran its bound (everything killed);
 * ``unexplained_refetch``: a page was requested again although no killed or paused worker had
   it in flight.  In flight means: a page request of the victim that started before the
-  signal (matched by its TCP ports, read from /proc just before the signal) and that the
+  signal (matched by its TCP ports, read from /proc just before the signal, and again after
+  it for a pause) and that the
   victim had not finished when the signal landed (no event for that URL in the victim's JSON
   log read right after the signal; the event is written after the journal line).  A worker
   keeps many URLs in flight (commands/dispatch.py), so a victim may have many.  A refetch of
@@ -57,6 +58,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import dataclasses
 import json
 import os
 import random
@@ -294,6 +296,11 @@ class Victim:
 
     kind: str  # kill | stop
     t: float
+    # A request on the victim's ports that the server stamped before ``until`` was sent
+    # before the signal: the server thread stamps arrivals late when the machine is busy
+    # (tens of ms seen), and a paused or killed process sends nothing new meanwhile.  A
+    # pause: until its SIGCONT.  A kill: 1 s (its closed ports sit in TIME_WAIT, unused).
+    until: float
     ports: dict[int, set[int]]
     finished: dict[int, set[str]]  # pid -> URLs it had finished when the signal landed
 
@@ -449,7 +456,10 @@ class Trial:
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, sig)
         time.sleep(0.01)  # the signal lands; a stopped or killed process logs nothing more
-        self.victims.append(Victim(kind, t, ports, self.finished_by()))
+        if kind == "stop":  # a connection opened between the snapshot and the signal
+            for pid, more in client_ports(pids, self.server.port).items():
+                ports.setdefault(pid, set()).update(more)
+        self.victims.append(Victim(kind, t, t + 1.0, ports, self.finished_by()))
 
     def kill_group(self, proc: Proc) -> None:
         pids = [proc.p.pid, *children(proc.p.pid)]
@@ -497,6 +507,7 @@ class Trial:
                 self.signal_pids("stop", [pid], signal.SIGSTOP)
                 pause = HB_TIMEOUT + rng.uniform(0.5, 2.0)
                 time.sleep(pause)
+                self.victims[-1].until = time.monotonic()
                 with contextlib.suppress(ProcessLookupError):
                     os.kill(pid, signal.SIGCONT)
                 info.update(landed=True, pid=pid, paused=round(pause, 2))
@@ -661,7 +672,7 @@ class Trial:
         allowance: Counter[str] = Counter()
         for v in self.victims:
             for pid, ports in v.ports.items():
-                for h in {h.path: h for h in hits if h.port in ports and h.t0 < v.t}.values():
+                for h in {h.path: h for h in hits if h.port in ports and h.t0 < v.until}.values():
                     if self.server.base + h.path not in v.finished.get(pid, set()):
                         allowance[h.path] += 1
         explained = unexplained = 0
@@ -684,6 +695,14 @@ class Trial:
                 "explained": explained, "unexplained": unexplained}
 
     def cleanup(self, keep: bool) -> None:
+        if keep:  # what the server saw and whom the signals hit, to judge a refetch by hand
+            with contextlib.suppress(OSError):
+                (self.local / "hits.jsonl").write_text("".join(
+                    json.dumps(dataclasses.asdict(h)) + "\n" for h in self.server.page_hits()))
+                (self.local / "victims.jsonl").write_text("".join(
+                    json.dumps({"kind": v.kind, "t": v.t, "until": v.until,
+                                "ports": {p: sorted(x) for p, x in v.ports.items()}}) + "\n"
+                    for v in self.victims))
         if self.fs == "smb":
             if keep:  # keep a copy on local disk for inspection
                 with contextlib.suppress(OSError):

@@ -216,6 +216,21 @@ def test_buried_worker_notices_on_its_next_beat(tmp_path, caplog):
     hb.stop()
 
 
+def test_a_worker_that_was_paused_beats_before_it_goes_on(tmp_path):
+    """H8: its heartbeat thread may not have run yet after a pause; ``confirm`` beats itself
+    when the last beat is older than two intervals, and so notices the burial (H5)."""
+    hb = Heartbeat(tmp_path, "h-1-aaaaaa", 0.2).start()
+    hb._stop.set()  # the thread stops beating: as if it had not been scheduled yet
+    hb._thread.join()
+    assert hb.confirm()  # fresh: no beat needed
+    Observer(tmp_path, 1).bury("h-1-aaaaaa")
+    assert hb.confirm()  # within two intervals of the last beat it trusts that beat
+    time.sleep(0.5)
+    assert not hb.confirm()
+    assert hb.buried.is_set()
+    hb.stop()
+
+
 def test_paused_local_worker_is_judged_by_its_heartbeat_not_its_pid(tmp_path):
     state = StateDir(tmp_path)
     state.ensure()

@@ -321,6 +321,8 @@ class Worker:
         """One URL of ``c``, on a fetch thread: a bug costs the URL, not the crawl.
         ``fetched`` is called once the URL's requests are over (conversion follows)."""
         self._maybe_reload()  # (which may also set stop: a limit another worker hit)
+        if not self.heartbeat.confirm():  # H8: woken from a pause, buried: its tickets
+            self.stop.set()  # were taken back, and T2 drops them
         if self.stop.is_set():
             return  # stays remaining: handed back with the ticket
         try:

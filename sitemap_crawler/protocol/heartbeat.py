@@ -38,6 +38,11 @@ Protocol (measured on real shares, ../shared/netfs/README.md):
   ``heartbeat_timeout``, or H3): the merge counts ``w`` gone on that, whatever machine it
   ran on (a fresh observer cannot judge a remote worker: it has not watched it), so its
   merged journal goes too.
+* H8 (waking). A worker whose last beat is older than two intervals was paused (SIGSTOP, a
+  frozen VM, a stalled share) and may have been buried meanwhile: it beats before it starts
+  any new URL (commands/worker.py), so it notices H5 before it fetches a URL that another
+  worker took back.  Soak-measured on SMB: without it, a woken worker refetched such a URL
+  in the few milliseconds before its heartbeat thread beat.
 """
 
 from __future__ import annotations
@@ -134,6 +139,7 @@ class Heartbeat:
         self._thread = threading.Thread(target=self._run, name="heartbeat", daemon=True)
         self._lock = threading.Lock()
         self._pid_start = pid_start_time(os.getpid())
+        self.last_beat = time.monotonic()  # H8: when a beat was last written
 
     def _record(self) -> bytes:
         rec = {"worker_id": self.worker_id, "host": hostname(), "pid": os.getpid(),
@@ -148,6 +154,7 @@ class Heartbeat:
     def start(self) -> Heartbeat:
         """Write the first beat synchronously, so no ticket is ever claimed before it exists."""
         atomic_write(self.path, self._record())
+        self.last_beat = time.monotonic()
         self._thread.start()
         return self
 
@@ -168,11 +175,21 @@ class Heartbeat:
                         self.worker_id)
             self.buried.set()
             atomic_write(self.path, data)
+            self.last_beat = time.monotonic()
             return
         try:
             os.pwrite(fd, data, 0)
         finally:
             os.close(fd)
+        self.last_beat = time.monotonic()
+
+    def confirm(self) -> bool:
+        """H8: False once this worker knows it was buried; a worker that was paused beats
+        first (a write that fails is H6's business, not this URL's)."""
+        if time.monotonic() - self.last_beat > 2 * self.interval:
+            with contextlib.suppress(OSError):
+                self.beat()
+        return not self.buried.is_set()
 
     def _run(self) -> None:
         failures = 0
