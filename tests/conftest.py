@@ -67,6 +67,15 @@ def netfs_pair(kind: str) -> tuple[Path, Path]:
     return a, b
 
 
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The tests on the real shares run one at a time, in one test process (pyproject's
+    ``-n``, ``--dist loadgroup``): one FUSE daemon serves each share, and a test that times
+    heartbeats across two mounts must not wait behind another test's traffic."""
+    for item in items:
+        if "netfs" in item.keywords or "share" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.xdist_group("netfs"))
+
+
 @pytest.fixture(params=["smb", "sshfs"])
 def share(request, tmp_path):
     """(dir on mount A, same dir on mount B, kind): one fresh directory on a real share."""
