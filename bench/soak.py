@@ -492,7 +492,9 @@ class Trial:
                     kids = self.claimed_by_child(proc)
                     if kids:
                         pid = rng.choice(kids)
-                        self.signal_pids("kill", [pid], signal.SIGKILL)
+                        with contextlib.suppress(ProcessLookupError):  # frozen first, as in
+                            os.kill(pid, signal.SIGSTOP)  # kill_group: no connection opens
+                        self.signal_pids("kill", [pid], signal.SIGKILL)  # after the snapshot
                         info.update(landed=True, pid=pid)
                 info["journal_lines"] = self.journal_lines()
         elif fault == "kill@merge":

@@ -2,13 +2,18 @@
 
 Tests register what each path answers; the server records every request (path, headers,
 monotonic time) so tests can assert politeness (delays, conditional headers) from the
-server's side.  Keep-alive works, so the client under test behaves as it does in the wild.
+server's side.  The time is when the kernel received the request's first bytes
+(SO_TIMESTAMPNS), not when a handler thread got to it: on a busy machine that thread runs
+up to ~100 ms later, and a late stamp makes a politeness gap look short.  Keep-alive
+works, so the client under test behaves as it does in the wild.
 """
 
 from __future__ import annotations
 
 import email.utils
 import hashlib
+import socket
+import struct
 import threading
 import time
 from collections.abc import Callable
@@ -41,6 +46,23 @@ class Response:
 Handler = Callable[[Request], Response]
 
 
+SO_TIMESTAMPNS = getattr(socket, "SO_TIMESTAMPNS", 35)  # Linux; SCM_TIMESTAMPNS is the same
+
+
+def _arrival(sock: socket.socket) -> float | None:
+    """Monotonic time at which the kernel received the next bytes on ``sock`` (waits for
+    them, reads nothing); None without a kernel stamp or when the peer closed."""
+    try:
+        data, anc, _flags, _addr = sock.recvmsg(1, socket.CMSG_SPACE(16), socket.MSG_PEEK)
+    except OSError:
+        return None
+    for level, kind, raw in anc:
+        if data and level == socket.SOL_SOCKET and kind == SO_TIMESTAMPNS and len(raw) >= 16:
+            sec, nsec = struct.unpack("qq", raw[:16])
+            return time.monotonic() - (time.time() - (sec + nsec / 1e9))
+    return None
+
+
 class LocalServer:
     """``with LocalServer() as srv: srv.route('/x', Response(body='hi')); srv.url('/x')``."""
 
@@ -57,6 +79,11 @@ class LocalServer:
             def log_message(self, *a: Any) -> None:
                 pass
 
+            def handle_one_request(self) -> None:
+                # clients here never pipeline: the next request's bytes are not buffered yet
+                self.arrived = _arrival(self.connection)
+                super().handle_one_request()
+
             def do_HEAD(self) -> None:
                 self._serve(head=True)
 
@@ -65,7 +92,8 @@ class LocalServer:
 
             def _serve(self, head: bool) -> None:
                 req = Request(self.command, self.path, {k.lower(): v for k, v in
-                                                         self.headers.items()}, time.monotonic())
+                                                         self.headers.items()},
+                              self.arrived or time.monotonic())
                 with server._lock:
                     server.requests.append(req)
                     route = server.routes.get(self.path.split("#")[0])
@@ -125,6 +153,9 @@ class LocalServer:
                         self.close_connection = True
 
         self.httpd = ThreadingHTTPServer((host, 0), _H)
+        # set before any connection: the accepted sockets inherit it, so the first
+        # request's bytes are stamped too
+        self.httpd.socket.setsockopt(socket.SOL_SOCKET, SO_TIMESTAMPNS, 1)
         self.httpd.daemon_threads = True
         self.port = self.httpd.server_address[1]
         self.base = f"http://{host}:{self.port}"

@@ -88,17 +88,17 @@ def test_two_sites_on_two_slow_hosts_take_the_time_of_one(hosts, tmp_path):
     """One worker process, two sites with a 0.4 s delay: they are crawled side by side
     (before: one after the other, the sum of both)."""
     a, b, cfg = two_prepared_sites(hosts, tmp_path, pages=8, delay=0.4)
-    t0 = time.monotonic()
     r = cli(cfg, "work", "--workers", "1")
-    took = time.monotonic() - t0
     assert "a: 8 URLs" in r.stdout and "b: 8 URLs" in r.stdout, r.stdout
     ta, tb = page_times(a), page_times(b)
     one = ta[-1] - ta[0]
     assert one >= 7 * 0.4 - TOLERANCE  # each host kept its delay ...
     assert min_gap(ta) >= 0.4 - TOLERANCE and min_gap(tb) >= 0.4 - TOLERANCE
-    # ... and the two ran at the same time: the whole run took about one site's time
+    # ... and the two ran at the same time: both sites' pages span about one site's time
+    # (one after the other: twice it); the pages' own stamps leave start-up out, which a
+    # busy machine stretches
     assert tb[0] < ta[-1] and ta[0] < tb[-1], (ta, tb)
-    assert took < 1.5 * one + 3.0, (took, one)  # 3 s: start-up and the final merges
+    assert max(ta + tb) - min(ta + tb) < 1.5 * one, (ta, tb)
 
 
 def test_a_worker_waiting_on_one_hosts_delay_fetches_from_another(hosts, tmp_path):
