@@ -535,3 +535,44 @@ def test_each_listed_posts_date_and_reading_time_stay_on_a_listing():
     md = convert(f'<main><article><h1>A story</h1><div class="post-meta"><span>3 min read'
                  f"</span></div>{story}</article></main>")
     assert "min read" not in md and "The story itself" in md
+
+
+def test_api_entries_without_main_keep_titles_and_signatures_and_drop_source_links():
+    # Haddock: no <main>, so the density pick and its news rules judge the page.  Its block
+    # titles are p.caption (no picture near), its signatures are link-dense (each type is a
+    # link) but define a name (<a id class="def">), and each ends "Source #"
+    sig = ('<p class="src"><a id="v:{0}" class="def">{0}</a> :: <a href="t.html#Bool">Bool'
+           '</a> -&gt; <a href="t.html#Int">Int</a> -&gt; <a href="t.html#String">String</a>'
+           ' <a href="src/M.html#{0}" class="link">Source</a> <a href="#v:{0}" '
+           'class="selflink">#</a></p>')
+    entry = ('<div class="top">' + sig + '<div class="doc"><p>The {0} function turns its '
+             'flags and a count into text, and it says so at some length here.</p></div></div>')
+    body = ('<div id="package-header"><span class="caption">pkg-1.0: a package</span>'
+            '<ul class="links" id="page-menu"><li><a href="src/M.html">Source</a></li>'
+            '<li><a href="index.html">Contents</a></li><li><a href="ix.html">Index</a></li>'
+            '</ul></div><div id="content"><div id="description"><p class="caption">'
+            'Description</p><div class="doc"><p>What the module is for, in a sentence.</p>'
+            '</div></div><div id="interface"><h1>Documentation</h1>'
+            + "".join(entry.format(n) for n in ("alpha", "beta", "gamma"))
+            + '<div class="subs fields"><p class="caption">Fields</p><ul><li><dfn class="src">'
+            '<a id="v:size" class="def">size</a> :: <a href="t.html#Int">Int</a></dfn></li>'
+            '<li><dfn class="src"><a id="v:name" class="def">name</a> :: <a href="t.html#'
+            'String">String</a></dfn></li><li><dfn class="src"><a id="v:flag" class="def">'
+            'flag</a> :: <a href="t.html#Bool">Bool</a></dfn></li></ul></div></div></div>')
+    md = convert(body)
+    for name in ("alpha", "beta", "gamma"):
+        assert f"{name} :: [Bool](" in md and f"The {name} function" in md, name
+    assert "\nFields\n" in md and "size :: [Int](" in md
+    assert "Source" not in md and "pkg-1.0" not in md and "Contents" not in md
+
+
+def test_a_photo_caption_still_goes_on_a_news_page():
+    # the caption rule above must not keep a photo's caption: a gallery's caption sits two
+    # levels from its <img> (Gannett's div.image-meta > div.image-caption)
+    story = "<p>" + "The council voted on the plan, and the vote was close, again. " * 4 + "</p>"
+    body = f"""<article><h1>Vote</h1><div class="asset"><div><img src="/a.jpg"></div>
+      <div class="meta-box"><div class="caption">Soccer ball on grass</div></div></div>
+      {story}<div><p class="caption">Councillors after the vote</p><div><img src="/b.jpg">
+      </div></div></article>"""
+    md = convert(body, head=ARTICLE)
+    assert "Soccer ball" not in md and "Councillors" not in md and "The council voted" in md

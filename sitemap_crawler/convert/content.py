@@ -193,7 +193,7 @@ def _widgets(root: Any, news: bool) -> set[Any]:
         names = class_words(el)
         if not names or not ANY_WORD_RE.search(names):
             continue
-        news_word = news and NEWS_RE.search(names)
+        news_word = news and NEWS_RE.search(names) and not _title_caption(el, names)
         if tag in _INLINE_MORE and not news_word and _in_text(el):
             continue  # a word of a sentence, a heading or a line of code (b.menu, span.comment)
         strong = STRONG_RE.search(names) or news_word
@@ -292,7 +292,30 @@ def _widgets(root: Any, news: bool) -> set[Any]:
     return out
 
 
+_CAPTION_RE = re.compile(r"(?:^|[\s_-])captions?(?:$|[\s_-])", re.I)
+_PICTURE_NAME_RE = re.compile(r"image|img|media|figure|picture|pic", re.I)
+_MEDIA = ("img", "picture", "video", "figure", "iframe", "svg")
+
+
+def _title_caption(el: Any, names: str) -> bool:
+    """A block named only a caption with no picture beside it titles what follows
+    (Haddock's ``p.caption`` "Description", "Fields"), as a photo caption never does."""
+    if el.tag in _INLINE_MORE or not _CAPTION_RE.search(names) or \
+            NEWS_RE.search(_CAPTION_RE.sub(" ", names)):
+        return False
+    if _PICTURE_NAME_RE.search(names):
+        return False
+    box = el
+    for _ in range(2):  # a picture beside it, or beside the box it sits in
+        box = box.getparent() if box.getparent() is not None else box
+    return next(box.iter(*_MEDIA), None) is None
+
+
 _SIGNATURE_RE = re.compile(r"signature|(?:^|[\s_-])sig(?:$|[\s_-])", re.I)
+
+
+# an anchor that names an entry: an id or name, text, and no href (a menu's anchors link)
+_DEFINED = XPath(".//a[not(@href)][@id or @name][normalize-space()]")
 
 
 def _reference(el: Any) -> bool:
@@ -301,6 +324,8 @@ def _reference(el: Any) -> bool:
     names = class_words(el)
     if names and _SIGNATURE_RE.search(names):
         return True
+    if _DEFINED(el):
+        return True  # a name defined here (Haddock's <a id="v:unlit" class="def">), not a link
     for h in el.iter("h2", "h3", "h4", "h5", "h6"):
         if h.get("id") and int(STRLEN(h)) > link_len(h):
             return True
