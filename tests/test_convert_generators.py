@@ -576,3 +576,40 @@ def test_a_photo_caption_still_goes_on_a_news_page():
       </div></div></article>"""
     md = convert(body, head=ARTICLE)
     assert "Soccer ball" not in md and "Councillors" not in md and "The council voted" in md
+
+
+_OLD_SITE_HEADER = """<div class="nosearch"><a href="index.html"><img src="logo.gif" alt="Site"></a>
+  <div class="tagline">Small. Fast. Reliable.<br>Choose any three.</div>
+  <div class="menu mainmenu"><ul><li><a href="index.html">Home</a><li><a href="about.html">
+  About</a><li><a href="docs.html">Documentation</a><li><a href="download.html">Download</a>
+  <li><a href="support.html">Support</a><li><a href="license.html">License</a>
+  <li><a href="purchase.html">Purchase</a><li><a href="news.html">News</a><li>
+  <a href="forum.html">Forum</a><li><a href="changes.html">Release history</a></ul></div>
+  <div class="menu submenu"><ul><li><a href="about.html">About</a><li><a href="docs.html">
+  Documentation</a><li><a href="download.html">Download</a><li><a href="support.html">Support
+  </a></ul></div><form action="search"><select name="s"><option>Search Documentation</option>
+  <option>Search Changelog</option></select></form></div>"""
+
+
+def test_an_index_page_without_prose_keeps_its_list_not_its_tagline():
+    # the SQLite site's doclist.html: no paragraph anywhere, so the density pick had only the
+    # header's tagline to go by and wrote it as the page
+    items = "".join(f'<li><a href="p{i}.html">Document number {i} of the site</a></li>'
+                    for i in range(40))
+    md = convert(f"{_OLD_SITE_HEADER}<h2 align=center>All Documents</h2><ol>{items}</ol>")
+    assert "## All Documents" in md and md.count("Document number") == 40
+    assert "Choose any three" not in md and "Download" not in md
+
+
+def test_a_page_written_straight_into_body_keeps_its_lists_beside_its_paragraphs():
+    # the SQLite site's features.html: the h1, a list whose items are the text (no <p>), then
+    # sections of paragraphs, all children of <body>; the pick took only the paragraphs
+    feats = "".join(f'<li><a href="f{i}.html">Feature {i}</a> is described here in a line.</li>'
+                    for i in range(8))
+    uses = "".join(f"<li><p><b>Use {i}.</b> The engine is a popular choice for this, and it "
+                   "works well, as many people have found, in practice.</p></li>"
+                   for i in range(6))
+    md = convert(f"{_OLD_SITE_HEADER}<h1 align=center>Features</h1><p><ul>{feats}</ul></p>"
+                 f"<h2>Suggested uses</h2><p><ul>{uses}</ul></p>")
+    assert "# Features\n" in md and md.count("is described here") == 8
+    assert "## Suggested uses" in md and md.count("popular choice") == 6

@@ -81,6 +81,7 @@ _NEWS_LABEL_RE = re.compile(
     r"subscribe|share (?:this |it )?(?:on|via|with) [\w .+-]{1,20}|breaking news emails|"
     r"related (?:stories|posts|links|articles|news|coverage|content))\s*:?\s*$", re.I)
 _KEEP_TAGS = frozenset({"h1", "h2", "pre", "table"})
+_FEW_PARAGRAPHS = 3.0  # a density score below this is a tagline or two, not a text
 _NEWS_KINDS = frozenset({"article", "articleBody"})
 _COMMENT_RE = re.compile(r"comment", re.I)
 _COMMENT_ITEMS = ".//*[contains(@class, 'comment') or contains(@id, 'comment')]"
@@ -487,6 +488,8 @@ def choose(doc: Any, *, news: bool = False, min_chars: int = 200) -> Choice:
     root = with_title(named_body(dense), body, scores, news)
     while root is not body and text_len(root) < min_chars and root.getparent() is not None:
         root = root.getparent()  # a short page: the block around it, before the whole body
+    if scores.get(body, 0.0) < _FEW_PARAGRAPHS and text_len(root) < 0.25 * text_len(body):
+        root = body  # no prose to go by (an index that is one long list): not its tagline
     if root is not body and text_len(root) >= min_chars:
         title = None if news else title_block(root, doc)
         return Choice(root, "density", False, _widgets(root, True),
