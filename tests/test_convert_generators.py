@@ -558,11 +558,22 @@ def test_api_entries_without_main_keep_titles_and_signatures_and_drop_source_lin
             '<a id="v:size" class="def">size</a> :: <a href="t.html#Int">Int</a></dfn></li>'
             '<li><dfn class="src"><a id="v:name" class="def">name</a> :: <a href="t.html#'
             'String">String</a></dfn></li><li><dfn class="src"><a id="v:flag" class="def">'
-            'flag</a> :: <a href="t.html#Bool">Bool</a></dfn></li></ul></div></div></div>')
+            'flag</a> :: <a href="t.html#Bool">Bool</a></dfn></li></ul></div>'
+            # an instance's methods: signatures that link every type, under the entry's
+            # own defining anchor, none of their own
+            '<div class="top"><p class="src"><a id="t:Pos" class="def">Pos</a></p>'
+            '<div class="subs instances"><details open><summary>Instance details</summary>'
+            '<div class="subs methods"><p class="caption">Methods</p>'
+            + "".join(f'<p class="src"><a href="#v:{m}">{m}</a> :: <a href="t.html#Int">Int'
+                      f'</a> -&gt; <a href="#t:Pos">Pos</a> -&gt; <a href="t.html#ShowS">ShowS'
+                      f'</a> <a href="src/M.html#{m}" class="link">Source</a></p>'
+                      for m in ("showsPrec", "showList", "showAll"))
+            + '</div></details></div></div></div></div>')
     md = convert(body)
     for name in ("alpha", "beta", "gamma"):
         assert f"{name} :: [Bool](" in md and f"The {name} function" in md, name
     assert "\nFields\n" in md and "size :: [Int](" in md
+    assert "\nMethods\n" in md and md.count(" :: [Int](") == 4  # size and three methods
     assert "Source" not in md and "pkg-1.0" not in md and "Contents" not in md
 
 

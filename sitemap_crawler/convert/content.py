@@ -287,7 +287,7 @@ def _widgets(root: Any, news: bool) -> set[Any]:
             size = text_len(el)
             if not size or link_len(el) / size <= 0.4 or protected(el, size):
                 continue
-            if any(_prose(p) for p in el.iter("p")) or _reference(el):
+            if any(_prose(p) for p in el.iter("p")) or _reference(el) or _in_entry(el, root):
                 continue
             out.add(el)
     return out
@@ -317,6 +317,20 @@ _SIGNATURE_RE = re.compile(r"signature|(?:^|[\s_-])sig(?:$|[\s_-])", re.I)
 
 # an anchor that names an entry: an id or name, text, and no href (a menu's anchors link)
 _DEFINED = XPath(".//a[not(@href)][@id or @name][normalize-space()]")
+
+
+_OPENS_WITH_DEFINITION = XPath("./*[1]//a[not(@href)][@id or @name][normalize-space()]")
+
+
+def _in_entry(el: Any, root: Any) -> bool:
+    """Is ``el`` part of an API entry that opens by defining its name (Haddock's instance
+    "Methods" under ``div.top > p.src > a.def``)?  Its signatures link every type."""
+    for node in el.iterancestors():
+        if node is root:
+            return False
+        if _OPENS_WITH_DEFINITION(node):
+            return True
+    return False
 
 
 def _reference(el: Any) -> bool:
