@@ -624,3 +624,20 @@ def test_a_page_written_straight_into_body_keeps_its_lists_beside_its_paragraphs
                  f"<h2>Suggested uses</h2><p><ul>{uses}</ul></p>")
     assert "# Features\n" in md and md.count("is described here") == 8
     assert "## Suggested uses" in md and md.count("popular choice") == 6
+
+
+def test_a_table_whose_second_column_is_empty_everywhere_keeps_its_first_row():
+    # Haddock's constructors with no docs and Doxygen's "Related Pages" list: every row has
+    # an empty cell beside its name, so the first row is a row, not the table's title
+    haddock = ('<div class="subs constructors"><p class="caption">Constructors</p><table>'
+               + "".join(f'<tr><td class="src"><a id="v:{c}" class="def">{c}</a> String</td>'
+                         '<td class="doc empty">&nbsp;</td></tr>'
+                         for c in ("Ident", "Other", "Cmd"))
+               + "</table></div>")
+    doxygen = ('<div class="directory"><table class="directory">'
+               + "".join(f'<tr id="row_{i}_"><td class="entry"><a class="el" href="p{i}.html">'
+                         f'Page {i}</a></td><td class="desc"></td></tr>' for i in range(4))
+               + "</table></div>")
+    md = convert(f"<main><h1>Module</h1><p>Its types.</p>{haddock}<h2>Pages</h2>{doxygen}</main>")
+    assert "| Ident String | |\n| --- | --- |\n| Other String | |\n| Cmd String | |" in md
+    assert "| [Page 0](" in md and "**[Page 0]" not in md and "**Ident" not in md

@@ -581,8 +581,11 @@ class Renderer:
         caption = el.find("caption")
         if caption is not None and not self.skip(caption):
             self.bold_block(caption)
-        if len(rows) >= 3 and rows[0][0] and not any(rows[0][1:]) and len(rows[0]) == width:
-            self.label(rows.pop(0)[0])  # one cell across the table: its title, not its header
+        if len(rows) >= 3 and rows[0][0] and not any(rows[0][1:]) and len(rows[0]) == width \
+                and any(any(r[1:]) for r in rows[1:]):
+            # one cell across the table: its title, not its header (unless every row leaves
+            # those columns empty: Haddock's constructors with no docs are rows like it)
+            self.label(rows.pop(0)[0])
         self.emit_rows(rows, width)
 
     def emit_rows(self, rows: list[list[str]], width: int) -> None:
