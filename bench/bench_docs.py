@@ -76,6 +76,8 @@ def check(markdown: str, truth: dict[str, Any]) -> dict[str, Any]:
                   if c.getparent() is not None and c.getparent().tag == "pre"]
         heads = {(int(h.tag[1]), _norm("".join(h.itertext())))
                  for h in root.iter("h1", "h2", "h3", "h4", "h5", "h6")}
+        for br in root.iter("br"):  # a line break in a cell is a space between its words
+            br.tail = "\n" + (br.tail or "")
         for t in root.iter("table"):
             tables.append([[_norm("".join(c.itertext())) for c in tr if c.tag in ("td", "th")]
                            for tr in t.iter("tr")])

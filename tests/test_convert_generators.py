@@ -535,3 +535,109 @@ def test_each_listed_posts_date_and_reading_time_stay_on_a_listing():
     md = convert(f'<main><article><h1>A story</h1><div class="post-meta"><span>3 min read'
                  f"</span></div>{story}</article></main>")
     assert "min read" not in md and "The story itself" in md
+
+
+def test_api_entries_without_main_keep_titles_and_signatures_and_drop_source_links():
+    # Haddock: no <main>, so the density pick and its news rules judge the page.  Its block
+    # titles are p.caption (no picture near), its signatures are link-dense (each type is a
+    # link) but define a name (<a id class="def">), and each ends "Source #"
+    sig = ('<p class="src"><a id="v:{0}" class="def">{0}</a> :: <a href="t.html#Bool">Bool'
+           '</a> -&gt; <a href="t.html#Int">Int</a> -&gt; <a href="t.html#String">String</a>'
+           ' <a href="src/M.html#{0}" class="link">Source</a> <a href="#v:{0}" '
+           'class="selflink">#</a></p>')
+    entry = ('<div class="top">' + sig + '<div class="doc"><p>The {0} function turns its '
+             'flags and a count into text, and it says so at some length here.</p></div></div>')
+    body = ('<div id="package-header"><span class="caption">pkg-1.0: a package</span>'
+            '<ul class="links" id="page-menu"><li><a href="src/M.html">Source</a></li>'
+            '<li><a href="index.html">Contents</a></li><li><a href="ix.html">Index</a></li>'
+            '</ul></div><div id="content"><div id="description"><p class="caption">'
+            'Description</p><div class="doc"><p>What the module is for, in a sentence.</p>'
+            '</div></div><div id="interface"><h1>Documentation</h1>'
+            + "".join(entry.format(n) for n in ("alpha", "beta", "gamma"))
+            + '<div class="subs fields"><p class="caption">Fields</p><ul><li><dfn class="src">'
+            '<a id="v:size" class="def">size</a> :: <a href="t.html#Int">Int</a></dfn></li>'
+            '<li><dfn class="src"><a id="v:name" class="def">name</a> :: <a href="t.html#'
+            'String">String</a></dfn></li><li><dfn class="src"><a id="v:flag" class="def">'
+            'flag</a> :: <a href="t.html#Bool">Bool</a></dfn></li></ul></div>'
+            # an instance's methods: signatures that link every type, under the entry's
+            # own defining anchor, none of their own
+            '<div class="top"><p class="src"><a id="t:Pos" class="def">Pos</a></p>'
+            '<div class="subs instances"><details open><summary>Instance details</summary>'
+            '<div class="subs methods"><p class="caption">Methods</p>'
+            + "".join(f'<p class="src"><a href="#v:{m}">{m}</a> :: <a href="t.html#Int">Int'
+                      f'</a> -&gt; <a href="#t:Pos">Pos</a> -&gt; <a href="t.html#ShowS">ShowS'
+                      f'</a> <a href="src/M.html#{m}" class="link">Source</a></p>'
+                      for m in ("showsPrec", "showList", "showAll"))
+            + '</div></details></div></div></div></div>')
+    md = convert(body)
+    for name in ("alpha", "beta", "gamma"):
+        assert f"{name} :: [Bool](" in md and f"The {name} function" in md, name
+    assert "\nFields\n" in md and "size :: [Int](" in md
+    assert "\nMethods\n" in md and md.count(" :: [Int](") == 4  # size and three methods
+    assert "Source" not in md and "pkg-1.0" not in md and "Contents" not in md
+
+
+def test_a_photo_caption_still_goes_on_a_news_page():
+    # the caption rule above must not keep a photo's caption: a gallery's caption sits two
+    # levels from its <img> (Gannett's div.image-meta > div.image-caption)
+    story = "<p>" + "The council voted on the plan, and the vote was close, again. " * 4 + "</p>"
+    body = f"""<article><h1>Vote</h1><div class="asset"><div><img src="/a.jpg"></div>
+      <div class="meta-box"><div class="caption">Soccer ball on grass</div></div></div>
+      {story}<div><p class="caption">Councillors after the vote</p><div><img src="/b.jpg">
+      </div></div></article>"""
+    md = convert(body, head=ARTICLE)
+    assert "Soccer ball" not in md and "Councillors" not in md and "The council voted" in md
+
+
+_OLD_SITE_HEADER = """<div class="nosearch"><a href="index.html"><img src="logo.gif" alt="Site"></a>
+  <div class="tagline">Small. Fast. Reliable.<br>Choose any three.</div>
+  <div class="menu mainmenu"><ul><li><a href="index.html">Home</a><li><a href="about.html">
+  About</a><li><a href="docs.html">Documentation</a><li><a href="download.html">Download</a>
+  <li><a href="support.html">Support</a><li><a href="license.html">License</a>
+  <li><a href="purchase.html">Purchase</a><li><a href="news.html">News</a><li>
+  <a href="forum.html">Forum</a><li><a href="changes.html">Release history</a></ul></div>
+  <div class="menu submenu"><ul><li><a href="about.html">About</a><li><a href="docs.html">
+  Documentation</a><li><a href="download.html">Download</a><li><a href="support.html">Support
+  </a></ul></div><form action="search"><select name="s"><option>Search Documentation</option>
+  <option>Search Changelog</option></select></form></div>"""
+
+
+def test_an_index_page_without_prose_keeps_its_list_not_its_tagline():
+    # the SQLite site's doclist.html: no paragraph anywhere, so the density pick had only the
+    # header's tagline to go by and wrote it as the page
+    items = "".join(f'<li><a href="p{i}.html">Document number {i} of the site</a></li>'
+                    for i in range(40))
+    md = convert(f"{_OLD_SITE_HEADER}<h2 align=center>All Documents</h2><ol>{items}</ol>")
+    assert "## All Documents" in md and md.count("Document number") == 40
+    assert "Choose any three" not in md and "Download" not in md
+
+
+def test_a_page_written_straight_into_body_keeps_its_lists_beside_its_paragraphs():
+    # the SQLite site's features.html: the h1, a list whose items are the text (no <p>), then
+    # sections of paragraphs, all children of <body>; the pick took only the paragraphs
+    feats = "".join(f'<li><a href="f{i}.html">Feature {i}</a> is described here in a line.</li>'
+                    for i in range(8))
+    uses = "".join(f"<li><p><b>Use {i}.</b> The engine is a popular choice for this, and it "
+                   "works well, as many people have found, in practice.</p></li>"
+                   for i in range(6))
+    md = convert(f"{_OLD_SITE_HEADER}<h1 align=center>Features</h1><p><ul>{feats}</ul></p>"
+                 f"<h2>Suggested uses</h2><p><ul>{uses}</ul></p>")
+    assert "# Features\n" in md and md.count("is described here") == 8
+    assert "## Suggested uses" in md and md.count("popular choice") == 6
+
+
+def test_a_table_whose_second_column_is_empty_everywhere_keeps_its_first_row():
+    # Haddock's constructors with no docs and Doxygen's "Related Pages" list: every row has
+    # an empty cell beside its name, so the first row is a row, not the table's title
+    haddock = ('<div class="subs constructors"><p class="caption">Constructors</p><table>'
+               + "".join(f'<tr><td class="src"><a id="v:{c}" class="def">{c}</a> String</td>'
+                         '<td class="doc empty">&nbsp;</td></tr>'
+                         for c in ("Ident", "Other", "Cmd"))
+               + "</table></div>")
+    doxygen = ('<div class="directory"><table class="directory">'
+               + "".join(f'<tr id="row_{i}_"><td class="entry"><a class="el" href="p{i}.html">'
+                         f'Page {i}</a></td><td class="desc"></td></tr>' for i in range(4))
+               + "</table></div>")
+    md = convert(f"<main><h1>Module</h1><p>Its types.</p>{haddock}<h2>Pages</h2>{doxygen}</main>")
+    assert "| Ident String | |\n| --- | --- |\n| Other String | |\n| Cmd String | |" in md
+    assert "| [Page 0](" in md and "**[Page 0]" not in md and "**Ident" not in md

@@ -81,6 +81,7 @@ _NEWS_LABEL_RE = re.compile(
     r"subscribe|share (?:this |it )?(?:on|via|with) [\w .+-]{1,20}|breaking news emails|"
     r"related (?:stories|posts|links|articles|news|coverage|content))\s*:?\s*$", re.I)
 _KEEP_TAGS = frozenset({"h1", "h2", "pre", "table"})
+_FEW_PARAGRAPHS = 3.0  # a density score below this is a tagline or two, not a text
 _NEWS_KINDS = frozenset({"article", "articleBody"})
 _COMMENT_RE = re.compile(r"comment", re.I)
 _COMMENT_ITEMS = ".//*[contains(@class, 'comment') or contains(@id, 'comment')]"
@@ -193,7 +194,7 @@ def _widgets(root: Any, news: bool) -> set[Any]:
         names = class_words(el)
         if not names or not ANY_WORD_RE.search(names):
             continue
-        news_word = news and NEWS_RE.search(names)
+        news_word = news and NEWS_RE.search(names) and not _title_caption(el, names)
         if tag in _INLINE_MORE and not news_word and _in_text(el):
             continue  # a word of a sentence, a heading or a line of code (b.menu, span.comment)
         strong = STRONG_RE.search(names) or news_word
@@ -286,13 +287,50 @@ def _widgets(root: Any, news: bool) -> set[Any]:
             size = text_len(el)
             if not size or link_len(el) / size <= 0.4 or protected(el, size):
                 continue
-            if any(_prose(p) for p in el.iter("p")) or _reference(el):
+            if any(_prose(p) for p in el.iter("p")) or _reference(el) or _in_entry(el, root):
                 continue
             out.add(el)
     return out
 
 
+_CAPTION_RE = re.compile(r"(?:^|[\s_-])captions?(?:$|[\s_-])", re.I)
+_PICTURE_NAME_RE = re.compile(r"image|img|media|figure|picture|pic", re.I)
+_MEDIA = ("img", "picture", "video", "figure", "iframe", "svg")
+
+
+def _title_caption(el: Any, names: str) -> bool:
+    """A block named only a caption with no picture beside it titles what follows
+    (Haddock's ``p.caption`` "Description", "Fields"), as a photo caption never does."""
+    if el.tag in _INLINE_MORE or not _CAPTION_RE.search(names) or \
+            NEWS_RE.search(_CAPTION_RE.sub(" ", names)):
+        return False
+    if _PICTURE_NAME_RE.search(names):
+        return False
+    box = el
+    for _ in range(2):  # a picture beside it, or beside the box it sits in
+        box = box.getparent() if box.getparent() is not None else box
+    return next(box.iter(*_MEDIA), None) is None
+
+
 _SIGNATURE_RE = re.compile(r"signature|(?:^|[\s_-])sig(?:$|[\s_-])", re.I)
+
+
+# an anchor that names an entry: an id or name, text, and no href (a menu's anchors link)
+_DEFINED = XPath(".//a[not(@href)][@id or @name][normalize-space()]")
+
+
+_OPENS_WITH_DEFINITION = XPath("./*[1]//a[not(@href)][@id or @name][normalize-space()]")
+
+
+def _in_entry(el: Any, root: Any) -> bool:
+    """Is ``el`` part of an API entry that opens by defining its name (Haddock's instance
+    "Methods" under ``div.top > p.src > a.def``)?  Its signatures link every type."""
+    for node in el.iterancestors():
+        if node is root:
+            return False
+        if _OPENS_WITH_DEFINITION(node):
+            return True
+    return False
 
 
 def _reference(el: Any) -> bool:
@@ -301,6 +339,8 @@ def _reference(el: Any) -> bool:
     names = class_words(el)
     if names and _SIGNATURE_RE.search(names):
         return True
+    if _DEFINED(el):
+        return True  # a name defined here (Haddock's <a id="v:unlit" class="def">), not a link
     for h in el.iter("h2", "h3", "h4", "h5", "h6"):
         if h.get("id") and int(STRLEN(h)) > link_len(h):
             return True
@@ -462,6 +502,8 @@ def choose(doc: Any, *, news: bool = False, min_chars: int = 200) -> Choice:
     root = with_title(named_body(dense), body, scores, news)
     while root is not body and text_len(root) < min_chars and root.getparent() is not None:
         root = root.getparent()  # a short page: the block around it, before the whole body
+    if scores.get(body, 0.0) < _FEW_PARAGRAPHS and text_len(root) < 0.25 * text_len(body):
+        root = body  # no prose to go by (an index that is one long list): not its tagline
     if root is not body and text_len(root) >= min_chars:
         title = None if news else title_block(root, doc)
         return Choice(root, "density", False, _widgets(root, True),

@@ -171,6 +171,10 @@ def with_title(root: Any, body: Any, scores: dict[Any, float], news: bool) -> An
     node, size = root, scores.get(root, 0.0)
     for _ in range(4):
         node = node.getparent()
+        if node is body and len(body.findall("h1")) == 1 == len(body.findall(".//h1")):
+            # a page written straight into <body> (old hand-made sites): the lists and
+            # sections beside its text block under the same title are the page too
+            return body if size >= 0.6 * scores.get(body, 0.0) else root
         if node is None or node is body:
             return root
         h1s = node.findall(".//h1")

@@ -112,6 +112,18 @@ def _fence(code: str, lang: str) -> list[str]:
     return [fence + lang, *code.split("\n"), fence]
 
 
+def _ends_line(el: Any) -> bool:
+    """Does a named link close its line, with only permalinks after it (Haddock's
+    "Source #" after a signature), so that it is no word of a sentence?"""
+    if not el.get("class") or (el.tail or "").strip():
+        return False
+    for sib in el.itersiblings():
+        if sib.tag != "a" or "".join(sib.itertext()).strip() not in _PERMALINK_TEXTS or \
+                (sib.tail or "").strip():
+            return False
+    return True
+
+
 class Renderer:
     """One conversion: walk an lxml subtree, collect markdown lines, links and text."""
 
@@ -267,7 +279,7 @@ class Renderer:
         text = " ".join("".join(el.itertext()).split()).lower()
         if text not in _WIDGET_LINKS:
             return False
-        return next(el.iterancestors("p", "li", "td", "th"), None) is None
+        return next(el.iterancestors("p", "li", "td", "th"), None) is None or _ends_line(el)
 
     def node(self, el: Any) -> None:
         if self.depth > _MAX_DEPTH:  # pathological nesting: its text, without recursion
@@ -569,8 +581,11 @@ class Renderer:
         caption = el.find("caption")
         if caption is not None and not self.skip(caption):
             self.bold_block(caption)
-        if len(rows) >= 3 and rows[0][0] and not any(rows[0][1:]) and len(rows[0]) == width:
-            self.label(rows.pop(0)[0])  # one cell across the table: its title, not its header
+        if len(rows) >= 3 and rows[0][0] and not any(rows[0][1:]) and len(rows[0]) == width \
+                and any(any(r[1:]) for r in rows[1:]):
+            # one cell across the table: its title, not its header (unless every row leaves
+            # those columns empty: Haddock's constructors with no docs are rows like it)
+            self.label(rows.pop(0)[0])
         self.emit_rows(rows, width)
 
     def emit_rows(self, rows: list[list[str]], width: int) -> None:
