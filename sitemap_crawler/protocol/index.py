@@ -807,6 +807,9 @@ def _stream_view(state: StateDir, want: Callable[[str], bool] | None = None,
     later = _consistently(state, lambda: _Later(_live(state), want))
     try:
         with _settled_base(state) as base:
+            if not later.keys:  # no segment records: the base as it is
+                yield from iter_entries(base, want)
+                return
             for url, entry in iter_entries(base, want):
                 recs = later.take(url)
                 if recs:
@@ -1025,14 +1028,38 @@ def iter_entries(path: Path, want: Callable[[str], bool] | None = None,
                 if want is None or want(url):
                     yield url, entry
             return
+        if want is None:
+            yield from _all_lines(path, f)
+            return
         for line in f:
             if not line.endswith(b"\n"):  # every line ends with one: a torn file
                 raise CrawlError(f"{path}: corrupt url-index (ends within a line)")
-            if want is not None and (u := _line_url(line)) is not None and not want(u):
+            if (u := _line_url(line)) is not None and not want(u):
                 continue
             url, entry = _parse_line(path, line)
-            if url is not None and (want is None or want(url)):
+            if url is not None and want(url):
                 yield url, entry
+
+
+def _all_lines(path: Path, f: Any) -> Iterator[tuple[str, dict[str, Any]]]:
+    """Every line of a JSONL base, as ``_parse_line`` reads it, without a call per line
+    (prepare reads a million of them on every run)."""
+    loads = orjson.loads
+    for line in f:
+        try:
+            rec = loads(line)
+            url = rec.pop("url")
+        except Exception:  # not JSON, not a record, no URL, a blank line: the slow path
+            if not line.endswith(b"\n"):  # every line ends with one: a torn file
+                raise CrawlError(f"{path}: corrupt url-index (ends within a line)") from None
+            url, rec = _parse_line(path, line)
+            if url is None:
+                continue
+        if type(url) is not str or line[-1] != 10:  # 10: a newline
+            if not line.endswith(b"\n"):  # every line ends with one: a torn file
+                raise CrawlError(f"{path}: corrupt url-index (ends within a line)")
+            raise CrawlError(f"{path}: corrupt url-index (not a record)")
+        yield url, rec
 
 
 # A base line as write_base writes it starts with its URL; a base of an earlier version is
