@@ -90,7 +90,9 @@ from pathlib import Path
 from sitemap_crawler.protocol import index as url_index
 from sitemap_crawler.protocol.state import StateDir
 src = Path(sys.argv[2])
-url_index.write_base_stream(StateDir(Path(sys.argv[1])), url_index.iter_entries(src),
+state = StateDir(Path(sys.argv[1]))
+state.ensure()
+url_index.write_base_stream(state, url_index.iter_entries(src),
                             lambda: None)
 src.unlink()
 """
