@@ -160,7 +160,9 @@ def _write_csv(items: Iterator[dict[str, Any]], path: Path) -> int:
     return n
 
 
-PARQUET_BATCH = 10_000
+# Rows per row group: a group costs ~3 KiB of Python lists and Arrow buffers per row while
+# it is built (a bare writer peaked at 87 MiB with 2,000, 106 with 10,000: bench/RESULTS.md).
+PARQUET_BATCH = 2_000
 
 
 def _write_parquet(items: Iterator[dict[str, Any]], path: Path) -> int:
