@@ -110,10 +110,10 @@ def _read(path: Path, raw: bytes, want=None) -> list[tuple[str, dict]] | str:
         return str(e)
 
 
-def test_the_base_reader_checks_every_line_on_its_fast_path_too(tmp_path):
-    """The whole-base read (prepare, every run) parses lines without a call per line; it must
-    still skip blank lines and refuse a torn last line, a line that is not a record and one
-    that is not JSON, exactly as the read of some URLs (``want``) does."""
+def test_the_base_reader_checks_every_line_whole_or_some_urls(tmp_path):
+    """The base reader skips blank lines and refuses a torn last line (even one that parses),
+    a line that is not a record and one that is not JSON, the same whether it reads every
+    line or only some URLs' (``want``, which skips other lines without parsing them)."""
     p = tmp_path / "url-index.json"
     a, b = b'{"url":"http://h/a","size":1}\n', b'{"url":"http://h/b"}\n'
     for want in (None, lambda u: True):

@@ -52,30 +52,20 @@ class KnownUrls:
         """From ``(url, entry)`` pairs; ``round_at``: when the unfinished round's prepare ran
         (R1), compared as the strings the index holds, as prepare always did."""
         k = cls()
-        # bound methods and one branch per field: this loop runs once per index URL
-        keys, crawled, cf, size, flags, norm = (k._keys.append, k._crawled.append,
-                                                k._cf.append, k._size.append,
-                                                k._flags.append, k._norm.append)
-        nan = math.nan
+        keys, crawled, cf, size, flags, norm = (k._keys, k._crawled, k._cf, k._size,
+                                                k._flags, k._norm)
         for url, e in entries:
-            keys(hash(url))
-            norm(hash(normalize(url)))
-            get = e.get
-            lc, removed = get("last_crawled"), get("removed")
-            f = _ANY if e else 0
-            if removed:
-                f |= _REMOVED
-            if get("failed"):
-                f |= _FAILED
-            if round_at is not None and (lc or "") >= round_at:
-                f |= _IN_ROUND
-            flags(f)
-            t = parse_ts(lc) if lc and not removed else None
-            crawled(nan if t is None else t)
-            v = get("change_frequency")
-            cf(v if type(v) is float else _number(v, float))
-            v = get("size")
-            size(v if type(v) is int and -(1 << 63) <= v < 1 << 63 else _number(v, int))
+            keys.append(hash(url))
+            norm.append(hash(normalize(url)))
+            lc = e.get("last_crawled")
+            f = (_ANY if e else 0) | (_REMOVED if e.get("removed") else 0) \
+                | (_FAILED if e.get("failed") else 0) \
+                | (_IN_ROUND if round_at is not None and (lc or "") >= round_at else 0)
+            flags.append(f)
+            t = parse_ts(lc) if e and lc and not e.get("removed") else None
+            crawled.append(math.nan if t is None else t)
+            cf.append(_number(e.get("change_frequency"), float))
+            size.append(_number(e.get("size"), int))
         k._index()
         return k
 

@@ -1050,46 +1050,28 @@ def iter_entries(path: Path, want: Callable[[str], bool] | None = None,
                 if want is None or want(url):
                     yield url, entry
             return
-        if want is None:
-            yield from _all_lines(path, f)
-            return
-        for line in f:  # the URL read from the line's head unless escaped: prepare's second
-            # pass (priors) skips ~all of a million lines without parsing them
-            if line[-1] != 10:  # every line ends with a newline: a torn file
+        for line in f:
+            if not line.endswith(b"\n"):  # every line ends with one: a torn file
                 raise CrawlError(f"{path}: corrupt url-index (ends within a line)")
-            if line.startswith(b'{"url":"') and (end := line.find(b'"', 8)) > 0 \
-                    and b"\\" not in (raw := line[8:end]) \
-                    and not want(raw.decode("utf-8", "replace")):
+            if want is not None and (u := _line_url(line)) is not None and not want(u):
                 continue
             url, entry = _parse_line(path, line)
-            if url is not None and want(url):
+            if url is not None and (want is None or want(url)):
                 yield url, entry
-
-
-def _all_lines(path: Path, f: Any) -> Iterator[tuple[str, dict[str, Any]]]:
-    """Every line of a JSONL base, as ``_parse_line`` reads it, without a call per line
-    (prepare reads a million of them on every run)."""
-    loads = orjson.loads
-    for line in f:
-        try:
-            rec = loads(line)
-            url = rec.pop("url")
-        except Exception:  # not JSON, not a record, no URL, a blank line: the slow path
-            if not line.endswith(b"\n"):  # every line ends with one: a torn file
-                raise CrawlError(f"{path}: corrupt url-index (ends within a line)") from None
-            url, rec = _parse_line(path, line)
-            if url is None:
-                continue
-        if type(url) is not str or line[-1] != 10:  # 10: a newline
-            if not line.endswith(b"\n"):  # every line ends with one: a torn file
-                raise CrawlError(f"{path}: corrupt url-index (ends within a line)")
-            raise CrawlError(f"{path}: corrupt url-index (not a record)")
-        yield url, rec
 
 
 # A base line as write_base writes it starts with its URL; a base of an earlier version is
 # one JSON object whose first key is a URL (or, pretty-printed, a newline).
 _JSONL_HEAD = b'{"url":'
+
+
+def _line_url(line: bytes) -> str | None:
+    """The URL of a base line without parsing it (None if it is not plainly there)."""
+    end = line.find(b'"', 8)
+    raw = line[8:end]
+    if end < 0 or not line.startswith(b'{"url":"') or b"\\" in raw:
+        return None  # an escape, or not ours: parsed in full
+    return raw.decode("utf-8", "replace")
 
 
 def _parse_line(path: Path, line: bytes) -> tuple[str | None, dict[str, Any]]:
