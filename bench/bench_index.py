@@ -10,14 +10,18 @@ mount A, ../shared/netfs) and each index size N, on one nginx (bench/nginx.py) s
 
 1. a url-index of N entries is synthesised in a fresh state directory: the ``--changed`` real
    pages, crawled long ago, plus N - changed other URLs of the same site; the site's sitemap
-   lists all N, the real pages with a new ``lastmod``, the others with an old one;
+   lists all N, the real pages with a new ``lastmod``, the others with an old one.  The
+   JSONL base is written by the code under test (``write_base_stream``, with its segment
+   list, as a crawl leaves it); until issue 22b (bench/RESULTS.md) it was written without a
+   list, so the first prepare measured also rewrote the whole base once (I6);
 2. ``sitemap-crawler prepare`` (timed, peak RSS): it must ticket exactly the changed pages;
 3. ``sitemap-crawler work --workers 4`` (timed): fetches and writes the changed pages and
    merges their results into the index; "state bytes written" is the size of every file in
    the state directory that is new or replaced after the run (url-index.json, its segments,
    journals, tickets, heartbeats), measured by comparing (inode, mtime, size) before/after;
 4. ``sitemap-crawler status --json`` (timed), then ``prepare`` again (timed, peak RSS): a
-   no-op, every URL fresh;
+   no-op, every URL fresh; then ``export`` of every row to jsonl and to parquet (timed,
+   peak RSS);
 5. a merge alone: a journal of ``--changed`` records folded by ``protocol.index.merge`` in a
    fresh process (timed).
 
@@ -77,6 +81,20 @@ j.close()
 t0 = time.perf_counter()
 url_index.merge(state, wid, lambda w: False, lambda w: True)
 print(json.dumps({"seconds": time.perf_counter() - t0}))
+"""
+
+
+_LIST = r"""
+import sys
+from pathlib import Path
+from sitemap_crawler.protocol import index as url_index
+from sitemap_crawler.protocol.state import StateDir
+src = Path(sys.argv[2])
+state = StateDir(Path(sys.argv[1]))
+state.ensure()
+url_index.write_base_stream(state, url_index.iter_entries(src),
+                            lambda: None)
+src.unlink()
 """
 
 
@@ -186,7 +204,15 @@ def one(where: Path, n: int, changed: int, base: str, real: list[str], source: s
                      "crawl_state": {"ticket_size": 100}},
         "sites": [{"name": "bench", "source": source, "base_dir": "md"}]}))
     state = out / ".crawl-state" / "bench"
-    base_bytes = synth_index(state, n, base, real, fmt)
+    if fmt == "json":
+        base_bytes = synth_index(state, n, base, real, fmt)
+    else:  # written by the code under test, with its segment list, as a crawl leaves it
+        raw = out / "synth-base.jsonl"
+        synth_index(out / "synth", n, base, real, fmt)
+        (out / "synth" / "url-index.json").rename(raw)
+        subprocess.run([sys.executable, "-c", _LIST, str(state), str(raw)], env=env,
+                       check=True, cwd=_cwd(env))
+        base_bytes = (state / "url-index.json").stat().st_size
     cli = [sys.executable, "-m", "sitemap_crawler", "--config", str(cfg), "--log-level",
            "WARNING"]
     prep = _measured([*cli, "prepare", "bench"], env)
@@ -203,6 +229,12 @@ def one(where: Path, n: int, changed: int, base: str, real: list[str], source: s
     if noop["rc"] != 0 or "wrote 0 tickets" not in noop["stdout"]:
         raise RuntimeError(f"the second prepare was not a no-op: {noop['stdout'][-500:]}"
                            f"{noop['stderr'][-500:]}")
+    exports = {}
+    for fmt_out in ("jsonl", "parquet"):  # every row of the index, streamed (issue 22)
+        dest = out / f"export.{fmt_out}"
+        ex = _measured([*cli, "export", "bench", "--format", fmt_out, "-o", str(dest)], env)
+        exports[fmt_out] = (ex, dest.stat().st_size)
+        dest.unlink()
     merge = subprocess.run([sys.executable, "-c", _MERGE, str(state), str(changed), base],
                            capture_output=True, text=True, env=env, check=True,
                            cwd=_cwd(env))
@@ -219,6 +251,10 @@ def one(where: Path, n: int, changed: int, base: str, real: list[str], source: s
            "recrawl_s": round(prep["seconds"] + work["seconds"], 2),
            "noop_prepare_s": round(noop["seconds"], 2),
            "noop_prepare_rss_mib": round(noop["max_rss_kib"] / 1024, 1),
+           **{f"export_{k}_{m}": v for k, (ex, size) in exports.items()
+              for m, v in (("s", round(ex["seconds"], 2)),
+                           ("rss_mib", round(ex["max_rss_kib"] / 1024, 1)),
+                           ("mb", round(size / 1e6, 1)))},
            "merge_1000_s": round(json.loads(merge.stdout)["seconds"], 3),
            "md_files": sum(1 for _ in (out / "md").rglob("*.md"))}
     shutil.rmtree(out, ignore_errors=True)

@@ -13,6 +13,7 @@ import orjson
 from httpserver import Response
 from sites import cli, doc_site, read_index, write_config
 
+from sitemap_crawler.errors import CrawlError
 from sitemap_crawler.protocol import index as url_index
 from sitemap_crawler.protocol.state import StateDir
 
@@ -99,3 +100,28 @@ def test_prepare_on_the_compact_index_keeps_the_due_judgement(server, tmp_path):
     assert entries[0]["prior"]["etag"] == before[keep[2]]["etag"]
     assert entries[0]["prior"]["file_path"] == before[keep[2]]["file_path"]
     assert read_index(root)[urls[-1]]["removed"] is True
+
+
+def _read(path: Path, raw: bytes, want=None) -> list[tuple[str, dict]] | str:
+    path.write_bytes(raw)
+    try:
+        return list(url_index.iter_entries(path, want))
+    except CrawlError as e:
+        return str(e)
+
+
+def test_the_base_reader_checks_every_line_whole_or_some_urls(tmp_path):
+    """The base reader skips blank lines and refuses a torn last line (even one that parses),
+    a line that is not a record and one that is not JSON, the same whether it reads every
+    line or only some URLs' (``want``, which skips other lines without parsing them)."""
+    p = tmp_path / "url-index.json"
+    a, b = b'{"url":"http://h/a","size":1}\n', b'{"url":"http://h/b"}\n'
+    for want in (None, lambda u: True):
+        assert _read(p, a + b"\n" + b, want) == [("http://h/a", {"size": 1}),
+                                                ("http://h/b", {})]
+        assert "ends within a line" in _read(p, a + b[:-1], want)  # parses, but torn
+        assert "ends within a line" in _read(p, a + b[:-5], want)
+        assert "not a record" in _read(p, a + b'{"url":7}\n', want)
+        assert "not a record" in _read(p, a + b'{"uri":"http://h/c"}\n', want)
+        assert "not a record" in _read(p, a + b'["http://h/c"]\n', want)
+        assert "corrupt url-index" in _read(p, a + b'{"url":"http://h/c",}\n', want)

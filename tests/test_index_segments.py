@@ -335,3 +335,24 @@ def test_a_segment_cut_at_a_line_end_is_not_read_as_whole(tmp_path):
         url_index.load_view(state)
     with pytest.raises(CrawlError, match="shorter than its listed size"):
         dict(url_index.iter_view(state))
+
+
+def test_count_by_keys_agrees_with_the_view_with_and_without_the_keys_file(tmp_path):
+    """``count`` holds the segments' URLs as 64-bit keys, not strings: URLs in several
+    segments, URLs the base holds and new ones are each counted once, by the keys file and,
+    without one, by streaming the base."""
+    state = _state(tmp_path, 0)
+    url_index.write_base(state, {f"https://docs.example/p/{i}": _entry(i) for i in range(300)},
+                         lambda: None)
+    _journal(state, [f"https://docs.example/p/{i}" for i in range(0, 20)]
+             + [f"https://docs.example/new/{i}" for i in range(10)])
+    _merge(state)
+    _journal(state, [f"https://docs.example/new/{i}" for i in range(5, 15)]
+             + ["https://docs.example/p/299"])
+    _merge(state)
+    assert len(url_index.segment_files(state)) == 2
+    want = len(url_index.load_view(state))
+    assert want == 315
+    assert url_index.count(state) == want
+    (state.root / url_index.KEYS_FILE).unlink()
+    assert url_index.count(state) == want

@@ -26,6 +26,7 @@ from __future__ import annotations
 import csv
 from collections.abc import Iterator
 from datetime import UTC, datetime
+from itertools import islice
 from pathlib import Path
 from typing import Any
 
@@ -159,10 +160,15 @@ def _write_csv(items: Iterator[dict[str, Any]], path: Path) -> int:
     return n
 
 
-PARQUET_BATCH = 10_000
+# Rows per row group: a group costs ~3 KiB of Python lists and Arrow buffers per row while
+# it is built (a bare writer peaked at 87 MiB with 2,000, 106 with 10,000: bench/RESULTS.md).
+PARQUET_BATCH = 2_000
 
 
 def _write_parquet(items: Iterator[dict[str, Any]], path: Path) -> int:
+    """Row groups of PARQUET_BATCH rows, built column by column (a list per column, not a
+    dict per row), and Arrow's freed buffers handed back after each: a million rows in
+    bounded memory (issue 22)."""
     try:
         import pyarrow as pa
         import pyarrow.parquet as pq
@@ -172,18 +178,24 @@ def _write_parquet(items: Iterator[dict[str, Any]], path: Path) -> int:
     schema = pa.schema([(c, pa.int64() if c in _INT_COLUMNS else
                          pa.timestamp("s", tz="UTC") if c == "fetched_at" else pa.string())
                         for c in COLUMNS])
+    pool = pa.default_memory_pool()
     n = 0
     with pq.ParquetWriter(str(path), schema) as w:
-        batch: list[dict[str, Any]] = []
-        for row in items:
-            batch.append({**row, "fetched_at": _timestamp(row["fetched_at"])})
-            if len(batch) >= PARQUET_BATCH:
-                w.write_table(pa.Table.from_pylist(batch, schema=schema))
-                n += len(batch)
-                batch = []
-        if batch or n == 0:
-            w.write_table(pa.Table.from_pylist(batch, schema=schema))
-            n += len(batch)
+        while True:
+            cols: dict[str, list[Any]] = {c: [] for c in COLUMNS}
+            for row in islice(items, PARQUET_BATCH):
+                for c in COLUMNS:
+                    cols[c].append(row[c])
+            rows = len(cols["url"])
+            if rows == 0 and n:
+                break
+            cols["fetched_at"] = [_timestamp(v) for v in cols["fetched_at"]]
+            w.write_table(pa.Table.from_pydict(cols, schema=schema))
+            del cols
+            pool.release_unused()
+            n += rows
+            if rows < PARQUET_BATCH:
+                break
     return n
 
 

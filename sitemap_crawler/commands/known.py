@@ -114,8 +114,8 @@ class KnownUrls:
 
     def unlisted(self, listed: Callable[[int], bool]) -> set[int]:
         """Hashes of the URLs not removed whose normalised form ``listed`` does not hold."""
-        return {self._keys[i] for i in range(len(self._keys))
-                if not self._flags[i] & _REMOVED and not listed(self._norm[i])}
+        return {k for k, f, nk in zip(self._keys, self._flags, self._norm, strict=True)
+                if not f & _REMOVED and not listed(nk)}
 
 
 def _number(v: Any, kind: type) -> Any:

@@ -653,8 +653,10 @@ class _Prepare:
                 elif idx or self.s.max_urls_per_site:  # a decision per URL: planner, cap
                     if queued is not None and keys[i] in queued:
                         res.already_queued += 1
-                    else:
-                        self._plan(cols.entry(i), idx, planner, tickets, 0)
+                    elif (judged := self._judge(urls[i], cols.lastmods[i],
+                                                cols.changefreqs[i], cols.priorities[i],
+                                                idx, planner)) is not None:
+                        self._plan(cols.entry(i), idx, planner, tickets, 0, judged)
             if idx or self.s.max_urls_per_site:
                 return
             if queued is not None:
@@ -691,32 +693,34 @@ class _Prepare:
                         entry[name] = v
         return entries
 
-    def _judge(self, e: Entry, idx: Known, planner: Planner,
+    def _judge(self, url: str, lastmod: str | None, changefreq: str | None,
+               priority: float | None, idx: Known, planner: Planner,
                ) -> tuple[bool, float, dict[str, Any] | bool | None] | None:
-        """None if ``e`` is fresh or done in this round (counted); else (new, score, prior):
-        the index's entry, or True for one the compact index holds (its prior is read when
-        the tickets are written), or None (not in the index, or an empty entry)."""
+        """None if the listed URL is fresh or done in this round (counted); else (new, score,
+        prior): the index's entry, or True for one the compact index holds (its prior is
+        read when the tickets are written), or None (not in the index, or an empty entry).
+        Fields, not an Entry: a million fresh URLs need no Entry made."""
         res = self.res
         if isinstance(idx, KnownUrls):
-            slot = idx.find(e.url) if idx else None
+            slot = idx.find(url) if idx else None
             if slot is None:
                 return True, 0.0, None
             if self.round_at is not None and idx.done_in_round(slot):
                 res.done_in_round += 1  # R1: crawled since this round began; not again
                 return None
-            d = idx.decide(planner, e.lastmod, e.changefreq, e.priority, slot)
+            d = idx.decide(planner, lastmod, changefreq, priority, slot)
             if not d.due:
                 res.fresh += 1
                 res.bytes_saved += idx.size(slot)
                 return None
             return d.new, d.score, not idx.empty(slot) or None
-        prior = idx.get(e.url) if idx else None
+        prior = idx.get(url) if idx else None
         if prior is None:
             return True, 0.0, None
         if self.round_at is not None and (prior.get("last_crawled") or "") >= self.round_at:
             res.done_in_round += 1  # R1: crawled since this round began; not again
             return None
-        d = planner.decide(e.lastmod, e.changefreq, e.priority, prior)
+        d = planner.decide(lastmod, changefreq, priority, prior)
         if not d.due:
             res.fresh += 1
             res.bytes_saved += prior.get("size") or 0
@@ -724,12 +728,15 @@ class _Prepare:
         return d.new, d.score, prior
 
     def _plan(self, e: Entry, idx: Known, planner: Planner,
-              tickets: _Tickets, depth: int) -> None:
+              tickets: _Tickets, depth: int,
+              judged: tuple[bool, float, dict[str, Any] | bool | None] | None = None) -> None:
         """A listed URL new to this prepare: fresh, done in this round, over the cap, or a
-        ticket entry (new, or due again with its score)."""
+        ticket entry (new, or due again with its score); ``judged``: ``_judge``'s answer
+        when the caller has it already."""
         res = self.res
         url = e.url
-        judged = self._judge(e, idx, planner)
+        if judged is None:
+            judged = self._judge(url, e.lastmod, e.changefreq, e.priority, idx, planner)
         if judged is None:
             return
         new, score, prior = judged

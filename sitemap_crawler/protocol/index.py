@@ -636,9 +636,10 @@ def _url_key(url: str) -> int:
     return int.from_bytes(hashlib.blake2b(url.encode(), digest_size=8).digest(), "little")
 
 
-def _base_holds(state: StateDir, listed: dict[str, Any]) -> Callable[[str], bool] | None:
-    """Membership in the base the list describes, from the keys file (None: no keys file
-    for this base: an earlier version's, or a crash between base and list)."""
+def _base_keys(state: StateDir, listed: dict[str, Any]) -> array[int] | None:
+    """The sorted keys (:func:`_url_key`) of the base the list describes, from the keys file
+    (None: no keys file for this base: an earlier version's, or a crash between base and
+    list)."""
     try:
         raw = read_settled(state.root / KEYS_FILE, lambda b: b)
     except FileNotFoundError:
@@ -649,12 +650,12 @@ def _base_holds(state: StateDir, listed: dict[str, Any]) -> Callable[[str], bool
         return None
     keys = array("Q")
     keys.frombytes(body)
+    return keys
 
-    def holds(url: str) -> bool:
-        k = _url_key(url)
-        i = bisect.bisect_left(keys, k)
-        return i < len(keys) and keys[i] == k
-    return holds
+
+def _holds(keys: array[int], k: int) -> bool:
+    i = bisect.bisect_left(keys, k)
+    return i < len(keys) and keys[i] == k
 
 
 def _drop(segments: list[Path], check: Callable[[], None]) -> None:
@@ -687,26 +688,47 @@ def _size(path: Path) -> int:
 def count(state: StateDir) -> int:
     """URLs in the index, exactly, for ``status``: the base's count from the segment list,
     plus the segments' URLs that the base does not hold (by the keys file, so O(segments)
-    bytes are read; without one the base's URLs are streamed once)."""
+    bytes are read; without one the base's URLs are streamed once).  The segments' URLs are
+    held as sorted 64-bit keys, 8 bytes each, not as strings: segments grow to half the
+    base before a compaction."""
     def read() -> int:
         listed = _read_list(state)
         n = listed.get("base_entries")
-        seen: set[str] = set()
+        keys = array("Q")
         for path, size in _live(state, listed):
-            seen.update(r["url"] for r in iter_segment(path, size))
-        if isinstance(n, int) and not seen:
+            keys.extend(_url_key(r["url"]) for r in iter_segment(path, size))
+        if isinstance(n, int) and not keys:
             return n  # the base alone: its count is in the list
-        holds = _base_holds(state, listed) if isinstance(n, int) else None
-        if holds is None:
-            base = [u for u, _ in iter_entries(state.index_path)]
-            n = len(base)
-            seen.difference_update(base)
+        seg = _unique_sorted(keys)
+        del keys
+        base = _base_keys(state, listed) if isinstance(n, int) else None
+        if base is not None:
+            extra = sum(1 for k in seg if not _holds(base, k))
         else:
-            seen = {u for u in seen if not holds(u)}
+            in_base = bytearray(len(seg))
+            n = 0
+            for u, _ in iter_entries(state.index_path):
+                n += 1
+                k = _url_key(u)
+                i = bisect.bisect_left(seg, k)
+                if i < len(seg) and seg[i] == k:
+                    in_base[i] = 1
+            extra = in_base.count(0)
         if _read_list(state).get("base_id") != listed.get("base_id"):
             raise FileNotFoundError  # a compaction meanwhile: read again (I3)
-        return n + len(seen)
+        return n + extra
     return _consistently(state, read)
+
+
+def _unique_sorted(keys: array[int]) -> array[int]:
+    """``keys`` sorted, each once."""
+    out = array("Q")
+    prev = None
+    for k in sorted(keys):
+        if k != prev:
+            out.append(k)
+            prev = k
+    return out
 
 
 def prune_journals(state: StateDir, merged: list[Path], is_gone: Callable[[str], bool],
@@ -794,8 +816,8 @@ def _index_lock(state: StateDir, worker_id: str, timeout: float) -> Iterator[Ren
 def iter_view(state: StateDir, want: Callable[[str], bool] | None = None,
               ) -> Iterator[tuple[str, Entry]]:
     """``(url, entry)`` of the whole index (or of the URLs ``want`` takes), streaming the
-    base (export of a million URLs): memory holds the segments' records and a line of the
-    base (I3 as for load_view)."""
+    base (export of a million URLs): memory holds ~16 bytes per segment record (where it
+    is, :class:`_Later`) and a line of the base (I3 as for load_view)."""
     return _stream_view(state, want)
 
 
@@ -807,6 +829,9 @@ def _stream_view(state: StateDir, want: Callable[[str], bool] | None = None,
     later = _consistently(state, lambda: _Later(_live(state), want))
     try:
         with _settled_base(state) as base:
+            if not later.keys:  # no segment records: the base as it is
+                yield from iter_entries(base, want)
+                return
             for url, entry in iter_entries(base, want):
                 recs = later.take(url)
                 if recs:

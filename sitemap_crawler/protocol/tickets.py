@@ -139,8 +139,15 @@ def by_host(entries: list[dict[str, Any]]) -> list[tuple[str, list[dict[str, Any
     """``entries`` (dicts with a ``url``) split by host tag, in order of first appearance:
     one ticket per group (T9)."""
     groups: dict[str, list[dict[str, Any]]] = {}
+    tags: dict[str, str] = {}  # by the URL's head up to its path: one urlsplit per host
     for e in entries:
-        groups.setdefault(host_tag(host_key(e["url"])), []).append(e)
+        url = e["url"]
+        start = url.find("//")
+        end = url.find("/", start + 2) if start >= 0 else -1
+        head = url[:end] if end > 0 else url  # holds the whole netloc (it ends at /?#)
+        if (tag := tags.get(head)) is None:
+            tag = tags[head] = host_tag(host_key(head))
+        groups.setdefault(tag, []).append(e)
     return list(groups.items())
 
 
