@@ -93,8 +93,10 @@ Invariants (see ../shared/netfs/README.md for why each primitive was chosen):
   and each bucket in it, so a state folder written before buckets (tickets in pending/
   itself) is worked as it was, and small queues never make a bucket.  Only a name that is
   exactly ``s<hh>`` and not a symlink is a bucket (T12: no listed name leads a move out of
-  pending/).  A listing that finds a bucket empty removes it (rmdir refuses a non-empty
-  one); a writer that finds its bucket gone makes it again and writes once more.
+  pending/).  A bucket, once made, stays: removing an empty one raced the rename that had
+  just emptied it (its fsync found no folder), and on sshfs the other mount's listing of
+  it failed with ESTALE for seconds.  So a bucket listing that fails is skipped, and a
+  writer that finds its bucket gone (removed by hand) makes it again.
 """
 
 from __future__ import annotations
@@ -379,11 +381,7 @@ class TicketQueue:
 
     def _take(self, src: Path, name: TicketName) -> Claimed | None:
         dst = self.dirs["claimed"] / name.file(self.worker_id)
-        try:
-            moved = move_exclusive(src, dst, durable=True)
-        except FileNotFoundError:  # T13: a listing removed the bucket this move emptied
-            moved = dst.exists()  # before its fsync (dst's folder was synced first)
-        if not moved:
+        if not move_exclusive(src, dst, durable=True):
             return None
         return self._load_claimed(dst, name)
 
@@ -590,10 +588,9 @@ def bucket_of(ticket_id: str) -> str:
     return f"s{zlib.crc32(ticket_id.encode()) % BUCKETS:02x}"
 
 
-def list_pending(directory: Path, prune: bool = False) -> tuple[list[TicketName], set[str]]:
+def list_pending(directory: Path) -> tuple[list[TicketName], set[str]]:
     """Ticket names in pending/ and in its buckets (T13), each with its bucket; and the
-    ``*.json`` entries that are not ticket names, as paths relative to pending/ (T12).
-    With ``prune``, a bucket found empty is removed (rmdir refuses one that is not)."""
+    ``*.json`` entries that are not ticket names, as paths relative to pending/ (T12)."""
     out: list[TicketName] = []
     bad: set[str] = set()
     try:
@@ -606,11 +603,8 @@ def list_pending(directory: Path, prune: bool = False) -> tuple[list[TicketName]
         if is_bucket:
             try:
                 inner = os.listdir(directory / e)
-            except (NotADirectoryError, FileNotFoundError):
+            except OSError:  # not a folder, or gone (ESTALE on sshfs): nothing to claim there
                 continue
-            if not inner and prune:
-                with contextlib.suppress(OSError):
-                    os.rmdir(directory / e)
             for f in inner:
                 n = TicketName.parse(f)
                 if n is not None:
@@ -645,11 +639,10 @@ def _count_upto(directory: Path, n: int, buckets: bool = False) -> int:
                         return found
                 elif buckets and _BUCKET_RE.fullmatch(e.name) and not e.is_symlink():
                     inner.append(e.name)
-    except FileNotFoundError:
-        pass
+    except (FileNotFoundError, NotADirectoryError):
+        pass  # a bucket that is not a folder holds nothing (T13)
     for b in inner:
-        with contextlib.suppress(NotADirectoryError, FileNotFoundError):
-            found += _count_upto(directory / b, n - found)
+        found += _count_upto(directory / b, n - found)
         if found >= n:
             break
     return found
@@ -678,7 +671,7 @@ class PendingView:
         """List pending/ again; returns the ``*.json`` names there that are not ticket
         names (T12)."""
         t0 = time.monotonic()
-        listed, bad = list_pending(self.directory, prune=True)
+        listed, bad = list_pending(self.directory)
         tags: dict[str | None, list[TicketName]] = {}
         for n in listed:
             if n.owner is None:
