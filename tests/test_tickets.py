@@ -320,6 +320,11 @@ def test_past_shard_at_tickets_go_to_buckets_and_old_flat_tickets_are_still_work
     q2._made.add(bucket_of("t-b"))
     q2.add({"ticket_id": "t-b", "site": "s", "urls": [{"url": "https://h/b"}]})
     assert {q.claim().ticket_id, q.claim().ticket_id} == {"t-a", "t-b"}
+    # a new writer (each frontier fold is one) counts what pending/ itself already holds
+    make_tickets(tmp_path / "st2", SHARD_AT, size=1)
+    q3 = TicketQueue(StateDir(tmp_path / "st2"), "fold")
+    q3.add({"ticket_id": "t-c", "site": "s", "urls": [{"url": "https://h/c"}]})
+    assert (q3.dirs["pending"] / bucket_of("t-c") / "t-c.0.json").exists()
 
 
 def test_a_bad_name_in_a_bucket_is_quarantined_and_a_symlinked_bucket_not_followed(tmp_path):

@@ -82,8 +82,9 @@ Invariants (see ../shared/netfs/README.md for why each primitive was chosen):
   makes (``[A-Za-z0-9._-]``, and what :meth:`TicketName.file` gives back for it): nothing
   is decoded, so no name can lead a move out of its folder.  A worker moves any other
   ``*.json`` in pending/ to quarantine/ with one log line before it claims.
-* T13 (sharded pending/).  Past the first :data:`SHARD_AT` tickets a queue adds, it writes
-  each new ticket into a bucket folder ``pending/s<hh>/`` (``hh``: two hex digits,
+* T13 (sharded pending/).  Once ``pending/`` itself holds :data:`SHARD_AT` tickets (counted
+  by a queue at its first add, then by what it adds), a queue writes each new ticket into a
+  bucket folder ``pending/s<hh>/`` (``hh``: two hex digits,
   :func:`bucket_of` the ticket id, :data:`BUCKETS` of them), and a ticket handed back
   goes to the folder it was claimed from.  So no folder holds more than about
   ``SHARD_AT + N / BUCKETS`` tickets: on SMB a rename out of a folder costs more the more
@@ -260,7 +261,7 @@ class TicketQueue:
         self.view = PendingView(self.dirs["pending"])
         self.bad: set[str] = set()  # pending/ entries that are not ticket names (T12)
         self._refused: set[str] = set()  # of those, ones quarantine/ would not take
-        self.added = 0  # tickets this queue wrote with add(): past SHARD_AT, into buckets (T13)
+        self.added: int | None = None  # tickets in pending/ itself as add() counts (T13)
         self._made: set[str] = set()  # buckets this queue has made (or found) already
 
     # -- listing -----------------------------------------------------------------------------
@@ -311,6 +312,8 @@ class TicketQueue:
         """Write a new pending ticket (gen 0); prepare makes them durable at its end (T8).
         Past the first :data:`SHARD_AT`, into its bucket (T13)."""
         tid = str(ticket["ticket_id"])
+        if self.added is None:  # what others left there counts too (each fold is a new queue)
+            self.added = _count_upto(self.dirs["pending"], SHARD_AT)
         bucket = bucket_of(tid) if self.added >= SHARD_AT else None
         self.added += 1
         name = f"{tid}.0.json"
