@@ -38,13 +38,13 @@ state, k = StateDir(Path(sys.argv[1])), int(sys.argv[2])
 q = TicketQueue(state, "bench-1-aaaaaa")
 held = {}
 lists = 0
-real = os.listdir
+real = os.scandir
 def counting(p):
     global lists
-    if str(p).endswith("pending"):
+    if str(p).endswith("pending"):  # one per listing of pending/ (and its buckets, T13)
         lists += 1
     return real(p)
-os.listdir = counting
+os.scandir = counting
 def rank(name):
     tag = ticket_host(name.ticket_id)
     return 0 if held.get(tag, 0) < 1 else None
@@ -82,12 +82,22 @@ def write_tickets(root: Path, n: int) -> None:
                "urls": [{"url": f"https://{host}/p/{i}"}]})
 
 
-def put_back(root: Path) -> None:
-    """claimed/X.0_<w>.json -> pending/X.0.json: the same N for the next round."""
+def buckets(root: Path) -> dict[str, str]:
+    """Each pending ticket's folder inside pending/ ("" for pending/ itself, T13)."""
+    from sitemap_crawler.protocol.tickets import list_pending
+
+    names, _ = list_pending(root / "tickets" / "pending")
+    return {n.filename: n.bucket or "" for n in names}
+
+
+def put_back(root: Path, where: dict[str, str]) -> None:
+    """claimed/X.0_<w>.json -> pending/[bucket/]X.0.json: the same N for the next round."""
     claimed, pending = root / "tickets" / "claimed", root / "tickets" / "pending"
     for name in os.listdir(claimed):
-        base = name.split("_", 1)[0]
-        os.rename(claimed / name, pending / f"{base}.json")
+        base = name.split("_", 1)[0] + ".json"
+        folder = pending / where[base]
+        folder.mkdir(exist_ok=True)  # a relist removes a bucket it found empty
+        os.rename(claimed / name, folder / base)
 
 
 def main() -> None:
@@ -111,6 +121,7 @@ def main() -> None:
             root = Path(tempfile.mkdtemp(prefix=f"claim-{n}-", dir=base))
             try:
                 write_tickets(root, n)
+                homes = buckets(root)
                 for r in range(a.rounds):
                     out = subprocess.run([sys.executable, "-c", CLAIMER, str(root),
                                           str(a.claims)], env=env, cwd=a.pythonpath,
@@ -122,7 +133,7 @@ def main() -> None:
                            "pythonpath": a.pythonpath, **json.loads(out.stdout)}
                     print(json.dumps(row), flush=True)
                     rows.append(row)
-                    put_back(root)
+                    put_back(root, homes)
             finally:
                 shutil.rmtree(root, ignore_errors=True)
     print("\n| dir | pending | first claim ms | mean ms/claim after it | median | listings |")

@@ -269,8 +269,8 @@ def test_draining_a_queue_lists_pending_a_bounded_number_of_times(tmp_path, monk
     state = make_tickets(tmp_path / "st", 2000, size=1)
     q = TicketQueue(state, "a-1-aaaaaa")
     listed = []
-    real = os.listdir
-    monkeypatch.setattr(os, "listdir", lambda p: listed.append(str(p)) or real(p))
+    real = os.scandir  # one scandir of pending/ per listing of it and its buckets (T13)
+    monkeypatch.setattr(os, "scandir", lambda p: listed.append(str(p)) or real(p))
     claimed = set()
     while (c := q.claim()) is not None:
         claimed.add(c.ticket_id)
@@ -299,3 +299,79 @@ def test_a_share_is_told_apart_from_a_local_disk(share, tmp_path):
     a, b, kind = share
     assert fs_type(a) in NETWORK_FS and fs_type(b) in NETWORK_FS, (fs_type(a), kind)
     assert fs_type(tmp_path) not in NETWORK_FS and fs_type(tmp_path)
+
+
+def test_past_shard_at_tickets_go_to_buckets_and_old_flat_tickets_are_still_worked(tmp_path):
+    """T13: a big queue is written into pending/s<hh>/ buckets; a flat ticket of an older
+    version beside them is claimed as well; a handed back ticket returns to its bucket."""
+    from sitemap_crawler.protocol.tickets import SHARD_AT, bucket_of
+
+    state = make_tickets(tmp_path / "st", SHARD_AT + 100, size=1)
+    pending = state.ticket_dir("pending")
+    flat = [e for e in os.listdir(pending) if e.endswith(".json")]
+    buckets = [e for e in os.listdir(pending) if not e.endswith(".json")]
+    assert len(flat) == SHARD_AT and buckets and all(len(os.listdir(pending / b)) < 20
+                                                     for b in buckets)
+    assert f"t-{SHARD_AT:04d}.0.json" in os.listdir(pending / bucket_of(f"t-{SHARD_AT:04d}"))
+    q = TicketQueue(state, "a-1-aaaaaa")
+    assert q.counts()["pending"] == SHARD_AT + 100 and not q.pending_at_most(SHARD_AT + 99)
+    seen, back = set(), None
+    while (c := q.claim()) is not None:
+        if c.bucket and back is None:
+            back = c
+            assert q.hand_back(c)
+            assert f"{c.ticket_id}.1.json" in os.listdir(pending / c.bucket)
+            continue
+        seen.add(c.ticket_id)
+        assert q.finish(c) == "completed"
+    assert back is not None and seen == {f"t-{i:04d}" for i in range(SHARD_AT + 100)}
+    assert q.counts() == {"completed": SHARD_AT + 100, "claimed": 0, "failed": 0, "pending": 0}
+    assert q.pending_at_most(0) and not q.has_work()
+    assert sorted(os.listdir(pending)) == sorted(buckets)  # empty buckets stay
+    q2 = TicketQueue(state, "prepare")
+    q2.added = SHARD_AT
+    q2.add({"ticket_id": "t-a", "site": "s", "urls": [{"url": "https://h/a"}]})
+    os.rmdir(pending / bucket_of("t-b"))  # removed by hand after this writer made it
+    q2._made.add(bucket_of("t-b"))
+    q2.add({"ticket_id": "t-b", "site": "s", "urls": [{"url": "https://h/b"}]})
+    assert {q.claim().ticket_id, q.claim().ticket_id} == {"t-a", "t-b"}
+    # a new writer (each frontier fold is one) counts what pending/ itself already holds
+    make_tickets(tmp_path / "st2", SHARD_AT, size=1)
+    q3 = TicketQueue(StateDir(tmp_path / "st2"), "fold")
+    q3.add({"ticket_id": "t-c", "site": "s", "urls": [{"url": "https://h/c"}]})
+    assert (q3.dirs["pending"] / bucket_of("t-c") / "t-c.0.json").exists()
+
+
+def test_a_bad_name_in_a_bucket_is_quarantined_and_a_symlinked_bucket_not_followed(tmp_path):
+    """T12 with T13: a bucket's odd names go to quarantine/ like pending/'s own; a symlink
+    named like a bucket never leads a claim out of pending/."""
+    state = make_tickets(tmp_path / "st", 1, size=1)
+    pending = state.ticket_dir("pending")
+    (pending / "s05").mkdir()
+    (pending / "s05" / "x%2F..%2Fevil.0.json").write_text("{}")
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (elsewhere / "t-9999.0.json").write_text(json.dumps({"ticket_id": "t-9999", "urls": []}))
+    (pending / "s06").symlink_to(elsewhere)
+    q = TicketQueue(state, "a-1-aaaaaa")
+    assert q.claim().ticket_id == "t-0000"
+    assert q.claim() is None
+    assert os.listdir(pending / "s05") == []
+    assert (elsewhere / "t-9999.0.json").exists() and (pending / "s06").is_symlink()
+    assert os.listdir(state.root / "quarantine")
+
+
+@pytest.mark.netfs
+def test_a_sharded_queue_raced_across_two_mounts_of_a_real_share(share, tmp_path):
+    """T13 with T1 on a share: tickets in buckets are claimed exactly once from two mounts."""
+    from sitemap_crawler.protocol.tickets import SHARD_AT, list_pending
+
+    a, b, kind = share
+    n = SHARD_AT + 40
+    make_tickets(a, n, size=1)
+    pending_b = StateDir(b).tickets / "pending"  # mount B sees what mount A wrote
+    wait_until(lambda: pending_b.is_dir() and len(list_pending(pending_b)[0]) == n, 60)
+    lines = race([a, b], tmp_path / "out.txt", 2)
+    ids = Counter(line.split()[0] for line in lines)
+    assert max(ids.values()) == 1, [t for t, k in ids.items() if k > 1]
+    assert len(ids) == n, f"{kind}: {n - len(ids)} tickets not completed"
