@@ -612,6 +612,24 @@ def test_an_index_page_without_prose_keeps_its_list_not_its_tagline():
     assert "Choose any three" not in md and "Download" not in md
 
 
+def test_a_section_index_in_a_short_main_beside_a_long_sidebar_keeps_its_list():
+    # the demo theme's blog index (the bench sites serve it): <main> holds the h1, one line
+    # and the list of posts, while the sidebar lists every page of the site.  The page says
+    # where its content is, so the rule for pages without prose above must not take the
+    # whole body, whose list of posts would then go as navigation
+    from sitemap_crawler.demo import site as demosite
+
+    site = demosite.generate(0, pages=20, seed=11, specials=False)
+    page = next(p for p in site.pages if p.path == "/blog/index.html")
+    html = site.render_page(page)
+    md = html_to_markdown(html.decode() if isinstance(html, bytes) else html,
+                          "http://127.0.0.1/blog/index.html").markdown
+    posts = [p for p in site.pages if p.path.startswith("/blog/") and p.path != page.path]
+    assert posts and "# Blog" in md
+    assert all(f"/blog/{p.path.rsplit('/', 1)[1]})" in md for p in posts), md
+    assert "Getting started" not in md  # the sidebar stays out
+
+
 def test_a_page_written_straight_into_body_keeps_its_lists_beside_its_paragraphs():
     # the SQLite site's features.html: the h1, a list whose items are the text (no <p>), then
     # sections of paragraphs, all children of <body>; the pick took only the paragraphs

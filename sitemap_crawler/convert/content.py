@@ -502,8 +502,12 @@ def choose(doc: Any, *, news: bool = False, min_chars: int = 200) -> Choice:
     root = with_title(named_body(dense), body, scores, news)
     while root is not body and text_len(root) < min_chars and root.getparent() is not None:
         root = root.getparent()  # a short page: the block around it, before the whole body
-    if scores.get(body, 0.0) < _FEW_PARAGRAPHS and text_len(root) < 0.25 * text_len(body):
-        root = body  # no prose to go by (an index that is one long list): not its tagline
+    if found is None and scores.get(body, 0.0) < _FEW_PARAGRAPHS and \
+            text_len(root) < 0.25 * text_len(body):
+        # no prose to go by (an index that is one long list): not its tagline.  Not where
+        # the page names its content (a short <main> of a section index, beside a sidebar
+        # of hundreds of links: the whole body would lose the index's list as navigation)
+        root = body
     if root is not body and text_len(root) >= min_chars:
         title = None if news else title_block(root, doc)
         return Choice(root, "density", False, _widgets(root, True),
