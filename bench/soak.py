@@ -38,7 +38,8 @@ After the schedule a final ``crawl --workers 2`` on machine A must exit 0 (``res
 * ``unexplained_refetch``: a page was requested again although no killed or paused worker had
   it in flight.  In flight means: a page request of the victim that started before the
   signal (matched by its TCP ports, read from /proc just before the signal, and again after
-  it for a pause) and that the
+  it for a pause; a paused thread past its last check sends on waking, so a request within
+  0.5 s of the SIGCONT counts too) and that the
   victim had not finished when the signal landed (no event for that URL in the victim's JSON
   log read right after the signal; the event is written after the journal line).  A worker
   keeps many URLs in flight (commands/dispatch.py), so a victim may have many.  A refetch of
@@ -296,10 +297,13 @@ class Victim:
 
     kind: str  # kill | stop
     t: float
-    # A request on the victim's ports that the server stamped before ``until`` was sent
+    # A request on the victim's ports that the server stamped before ``until`` was started
     # before the signal: the server thread stamps arrivals late when the machine is busy
-    # (tens of ms seen), and a paused or killed process sends nothing new meanwhile.  A
-    # pause: until its SIGCONT.  A kill: 1 s (its closed ports sit in TIME_WAIT, unused).
+    # (tens of ms seen), and a paused or killed process starts nothing new meanwhile.  A
+    # kill: 1 s (its closed ports sit in TIME_WAIT, unused).  A pause: 0.5 s past its
+    # SIGCONT, since a thread stopped between its last check and its send sends on waking
+    # (seen 1 ms after it), while a URL of a ticket taken back is not started after waking
+    # (heartbeat.py H8) and any URL waits for D6's 1 s settle after a pause past 3 s.
     until: float
     ports: dict[int, set[int]]
     finished: dict[int, set[str]]  # pid -> URLs it had finished when the signal landed
@@ -509,7 +513,7 @@ class Trial:
                 self.signal_pids("stop", [pid], signal.SIGSTOP)
                 pause = HB_TIMEOUT + rng.uniform(0.5, 2.0)
                 time.sleep(pause)
-                self.victims[-1].until = time.monotonic()
+                self.victims[-1].until = time.monotonic() + 0.5
                 with contextlib.suppress(ProcessLookupError):
                     os.kill(pid, signal.SIGCONT)
                 info.update(landed=True, pid=pid, paused=round(pause, 2))
