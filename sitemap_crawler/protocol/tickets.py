@@ -380,7 +380,6 @@ class TicketQueue:
             tried += 1
             got = self._take(self.path("pending", name), name)
             if got is not None:
-                got.bucket = name.bucket
                 return got, tried
         return None, tried
 
@@ -407,7 +406,8 @@ class TicketQueue:
             self.held.discard(dst.name)
             return None
         data["claimed_by"], data["claimed_at"] = self.worker_id, utcnow()
-        c = Claimed(TicketName(name.ticket_id, name.gen, self.worker_id), dst, data)
+        c = Claimed(TicketName(name.ticket_id, name.gen, self.worker_id), dst, data,
+                    bucket=name.bucket)
         c.done = dict(data.get("done") or {})
         return c
 
@@ -609,24 +609,24 @@ def list_pending(directory: Path) -> tuple[list[TicketName], set[str]]:
                    for e in it]
     except FileNotFoundError:
         return out, bad
-    for e, is_bucket in top:
-        if is_bucket:
-            try:
-                inner = os.listdir(directory / e)
-            except OSError:  # not a folder, or gone (ESTALE on sshfs): nothing to claim there
-                continue
-            for f in inner:
-                n = TicketName.parse(f)
-                if n is not None:
-                    out.append(dataclasses.replace(n, bucket=e))
-                elif f.endswith(".json") and not f.startswith(TMP_PREFIX):
-                    bad.add(f"{e}/{f}")
-            continue
-        n = TicketName.parse(e)
+
+    def sort(entry: str, bucket: str | None) -> None:
+        n = TicketName.parse(entry)
         if n is not None:
-            out.append(n)
-        elif e.endswith(".json") and not e.startswith(TMP_PREFIX):
-            bad.add(e)
+            out.append(dataclasses.replace(n, bucket=bucket) if bucket else n)
+        elif entry.endswith(".json") and not entry.startswith(TMP_PREFIX):
+            bad.add(f"{bucket}/{entry}" if bucket else entry)
+
+    for e, is_bucket in top:
+        if not is_bucket:
+            sort(e, None)
+            continue
+        try:
+            inner = os.listdir(directory / e)
+        except OSError:  # not a folder, or gone (ESTALE on sshfs): nothing to claim there
+            continue
+        for f in inner:
+            sort(f, e)
     return out, bad
 
 
