@@ -24,7 +24,7 @@ What was measured on real shares (../shared/netfs/README.md) decides what is her
   SMB renames an open handle, and a loser that opened the source before the winner renamed
   it then moves the winner's file on to its own name.  Measured on smbnetfs, two mounts
   renaming the same sources in lockstep: of 300 races, 6-13 answered success to both, and
-  1-2 times both saw their destination right after (the kernel's cached entry), one of them
+  1-2 times both saw their destination right after (``os.path.exists``), one of them
   losing it within 5 ms.  So on SMB (:data:`LATE_RENAME_FS`) a winner waits twice its own
   rename's time (10 ms to 0.5 s) and opens the destination, which asks the server, before
   it believes the win.
@@ -263,8 +263,8 @@ def move_exclusive(src: Path, dst: Path, *, durable: bool = False) -> bool:
 
 
 def _kept(dst: Path, took: float) -> bool:
-    """R2: ``dst`` is still there once a late rename would have landed; an open asks the
-    server (a stat may answer from the kernel's cache)."""
+    """R2: ``dst`` is still there once a late rename would have landed (an open of it
+    goes to the share's server)."""
     time.sleep(min(max(2 * took, 0.01), 0.5))
     try:
         os.close(os.open(dst, os.O_RDONLY))
