@@ -6,9 +6,9 @@ rendered by the demo site's generator.  Every answer is held back by a fixed tim
 trip plus server time a real network adds).  One asyncio process serves every host
 (keep-alive HTTP/1.1), so hundreds of hosts cost one process.
 
-Every request is logged (host, path, arrival, end of answer, both ``time.monotonic()`` of
-this process): politeness is judged from the server's own log (:func:`politeness`), whoever
-sent the requests.
+Every request is logged (host, path, arrival as the kernel stamped it, end of answer, both
+``time.monotonic()`` of this process): politeness is judged from the server's own log
+(:func:`politeness`), whoever sent the requests.
 
     python -m bench.slowhosts --hosts 20 --pages 60 --delay-ms 100 --log LOG --ready FILE
 """
@@ -21,6 +21,8 @@ import contextlib
 import itertools
 import json
 import signal
+import socket
+import struct
 import time
 from pathlib import Path
 from typing import Any
@@ -52,6 +54,8 @@ class Hosts:
     def __init__(self, ips: list[str], port: int, pages: dict[str, bytes], delay: float) -> None:
         self.ips, self.port, self.pages, self.delay = ips, port, pages, delay
         self.log: list[tuple[str, str, float, float]] = []
+        self._tasks: list[asyncio.Future[None]] = []
+        self._conns: set[asyncio.Future[None]] = set()
 
     def routes(self, ip: str) -> dict[str, tuple[bytes, str]]:
         base = f"http://{ip}:{self.port}"
@@ -64,30 +68,84 @@ class Hosts:
         r["/robots.txt"] = (robots.encode(), "text/plain")
         return r
 
-    async def serve(self, ip: str) -> asyncio.AbstractServer:
+    async def serve(self, ip: str) -> socket.socket:
+        """Listen on ``ip``; each connection is served by :meth:`_conn`."""
         routes = self.routes(ip)
+        lsock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        lsock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        lsock.setsockopt(socket.SOL_SOCKET, SO_TIMESTAMPNS, 1)  # accepted sockets inherit it
+        lsock.bind((ip, self.port))
+        lsock.listen(512)
+        lsock.setblocking(False)
+        loop = asyncio.get_running_loop()
 
-        async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-            with contextlib.suppress(ConnectionError, asyncio.IncompleteReadError):
-                while True:
-                    head = await reader.readuntil(b"\r\n\r\n")
-                    t0 = time.monotonic()
-                    line = head.split(b"\r\n", 1)[0].decode("latin-1")
-                    parts = line.split(" ")
-                    path = parts[1] if len(parts) > 1 else "/"
-                    close = b"connection: close" in head.lower()
-                    await asyncio.sleep(self.delay)
-                    body, ctype = routes.get(path, (b"not found", "text/plain"))
-                    status = "200 OK" if path in routes else "404 Not Found"
-                    writer.write(f"HTTP/1.1 {status}\r\nContent-Type: {ctype}\r\n"
-                                 f"Content-Length: {len(body)}\r\n\r\n".encode() + body)
-                    await writer.drain()
-                    self.log.append((ip, path, t0, time.monotonic()))
-                    if close:
-                        break
-            writer.close()
+        async def accept() -> None:
+            while True:
+                conn, _ = await loop.sock_accept(lsock)
+                task = asyncio.ensure_future(self._conn(ip, conn, routes))
+                self._conns.add(task)  # held until done: the loop keeps weak references
+                task.add_done_callback(self._conns.discard)
 
-        return await asyncio.start_server(handle, ip, self.port, backlog=512)
+        self._tasks.append(asyncio.ensure_future(accept()))
+        return lsock
+
+    async def _conn(self, ip: str, conn: socket.socket,
+                    routes: dict[str, tuple[bytes, str]]) -> None:
+        """Keep-alive HTTP/1.1 on one connection.  A request's arrival is the kernel's
+        receive stamp of its first bytes (SO_TIMESTAMPNS), not the time this loop got to
+        it: a burst of requests (every host's robots.txt at once) is handled over several
+        ms, and stamping in the handler made gaps after a burst look shorter than sent."""
+        loop = asyncio.get_running_loop()
+        buf, t0 = b"", None
+        with contextlib.suppress(ConnectionError, OSError):
+            while True:
+                while b"\r\n\r\n" not in buf:
+                    data, stamp = await _recv(loop, conn)
+                    if not data:
+                        return
+                    if not buf:
+                        t0 = stamp
+                    buf += data
+                head, buf = buf.split(b"\r\n\r\n", 1)
+                start = t0 if t0 is not None else time.monotonic()
+                t0 = None
+                line = head.split(b"\r\n", 1)[0].decode("latin-1")
+                parts = line.split(" ")
+                path = parts[1] if len(parts) > 1 else "/"
+                close = b"connection: close" in head.lower()
+                await asyncio.sleep(max(0.0, start + self.delay - time.monotonic()))
+                body, ctype = routes.get(path, (b"not found", "text/plain"))
+                status = "200 OK" if path in routes else "404 Not Found"
+                await loop.sock_sendall(conn, f"HTTP/1.1 {status}\r\nContent-Type: {ctype}\r\n"
+                                        f"Content-Length: {len(body)}\r\n\r\n".encode() + body)
+                self.log.append((ip, path, start, time.monotonic()))
+                if close:
+                    return
+        conn.close()
+
+
+SO_TIMESTAMPNS = getattr(socket, "SO_TIMESTAMPNS", 35)  # Linux; SCM_TIMESTAMPNS is the same
+
+
+async def _recv(loop: asyncio.AbstractEventLoop, sock: socket.socket
+                ) -> tuple[bytes, float | None]:
+    """The next bytes on ``sock`` and the monotonic time the kernel received them."""
+    while True:
+        try:
+            data, anc, _flags, _addr = sock.recvmsg(65536, socket.CMSG_SPACE(16))
+            break
+        except BlockingIOError:
+            ready = loop.create_future()
+            loop.add_reader(sock.fileno(), ready.set_result, None)
+            try:
+                await ready
+            finally:
+                loop.remove_reader(sock.fileno())
+    for level, kind, raw in anc:
+        if level == socket.SOL_SOCKET and kind == SO_TIMESTAMPNS and len(raw) >= 16:
+            sec, nsec = struct.unpack("qq", raw[:16])
+            return data, time.monotonic() - (time.time() - (sec + nsec / 1e9))
+    return data, None
 
 
 async def _main(args: argparse.Namespace) -> None:
