@@ -115,6 +115,26 @@ def test_a_worker_waiting_on_one_hosts_delay_fetches_from_another(hosts, tmp_pat
     assert min_gap(ta) >= 1.0 - TOLERANCE and min_gap(tb) >= 1.0 - TOLERANCE
 
 
+def test_robots_txt_does_not_hold_a_thread_through_the_delay_it_starts(hosts, tmp_path):
+    """D7: with one fetch thread and three new hosts (delay 1 s), the three robots.txt
+    requests go out back to back; the thread does not wait out host A's delay for A's
+    first page before it asks B's robots.txt (before: 1 s between them)."""
+    servers = hosts(3)
+    for srv in servers:
+        doc_site(srv, 2)
+    cfg = config(tmp_path, {f"s{i}": srv.url("/sitemap.xml") for i, srv in enumerate(servers)},
+                 request_delay=1.0, max_in_flight=1)
+    prepare_all(cfg, [f"s{i}" for i in range(3)])
+    cli(cfg, "work", "--workers", "1")
+    robots = sorted(r.t for srv in servers for r in srv.requests if r.path == "/robots.txt")
+    pages = [page_times(srv) for srv in servers]
+    assert len(robots) == 3 and all(len(t) == 2 for t in pages), (robots, pages)
+    assert robots[-1] - robots[0] < 0.6, robots
+    for srv, t in zip(servers, pages, strict=True):  # each host still kept its delay
+        asked = [r.t for r in srv.requests if r.path in ("/robots.txt", "/sitemap.xml")]
+        assert min_gap(asked + t) >= 1.0 - TOLERANCE, (asked, t)
+
+
 def two_sites_one_host(srv: LocalServer, n: int) -> None:
     """Sites "a" and "b" on one host: /a/... and /b/..., each with its own sitemap."""
     for part in ("a", "b"):

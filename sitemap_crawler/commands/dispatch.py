@@ -12,7 +12,7 @@ loop each of those would stall every request in flight unless sent to a thread a
 thread per URL in flight keeps the tested synchronous fetch, gate and robots code as it
 is, and the GIL is released while a thread waits on a socket or a file.
 
-Invariants (with tickets.py T1-T9, hostgate.py G1-G8, journal.py J1-J4):
+Invariants (D1-D7, with tickets.py T1-T9, hostgate.py G1-G8, journal.py J1-J4):
 
 * D1 (no sleeping on a closed gate).  A URL goes to a thread only when its host has room in
   this process: fewer than :meth:`Dispatcher.cap` of its URLs running (1 when the host has a
@@ -22,7 +22,10 @@ Invariants (with tickets.py T1-T9, hostgate.py G1-G8, journal.py J1-J4):
   token known to be back (``HostGate.free_at``, G8).  So while host A's delay runs, the
   threads fetch from B, C, ...; the gate still decides every request (F1), across
   processes and machines.
-* D2 (claiming).  A ticket is claimed while the threads would otherwise idle, best host
+* D2 (claiming).  A ticket is claimed while a thread is free, or, with every thread busy,
+  while fewer than ``UNSTARTED`` held tickets wait for their first URL (a process whose
+  threads are all busy converting would else start no new host, and the hosts it did not
+  start become the crawl's tail: their delays run after everyone else's).  Best host
   first by its id alone (T9): a host this process holds no ticket of; else one whose held
   tickets have nothing left to start (the tail of a delay-0 host); a ticket of a host that
   already waits here is never claimed (another process is better placed).  Sites are tried
@@ -36,6 +39,11 @@ Invariants (with tickets.py T1-T9, hostgate.py G1-G8, journal.py J1-J4):
 * D6 (a pause).  A process that was frozen past ``PAUSED_AFTER`` waits ``SETTLE`` and checks
   that it still owns each held ticket (T2) before it starts another URL; the URLs it had in
   flight are caught by W1 after their fetch, as before.
+* D7 (longest first; robots.txt on its own).  Free threads go first to the held ticket
+  with the most URLs left: with a delay per host, a crawl ends when its longest chain of
+  delays does.  A host's first turn in a process asks its robots.txt alone, so the thread
+  is free again when robots.txt answered, instead of waiting out the delay that request
+  began for the page behind it (F2: the page's own fetch uses the cached answer).
 * D5 (a stop).  On a stop no URL is started; running ones end promptly (gate and backoff
   waits are ``stop.wait``, F5) and every held ticket is handed back with its progress.
 """
@@ -67,6 +75,7 @@ PAUSED_AFTER = 3.0  # seconds between two turns of the loop that mean we were fr
 SETTLE = 1.0  # seconds to let a share show the others' renames after such a pause
 HELD_PER_THREAD = 8  # tickets held per fetch thread: a host with a delay needs a thread
 # for a fraction of its time only, so many more hosts than threads can be kept busy
+UNSTARTED = 2  # new tickets a process with every thread busy keeps ready (D2)
 
 
 @dataclass
@@ -79,6 +88,11 @@ class _Held:
     tag: str | None
     running: int = 0
     lost: bool = False
+    started: bool = False  # a URL (or its host's robots.txt) was given to a thread
+
+
+def _left(h: _Held) -> int:
+    return len(h.todo)
 
 
 class PauseWatch:
@@ -122,11 +136,13 @@ class PauseWatch:
 
 @dataclass(eq=False)
 class _Job:
-    """One URL on a fetch thread; ``fetched`` once its host no longer counts it busy."""
+    """One URL on a fetch thread; ``fetched`` once its host no longer counts it busy.
+    A ``robots`` job asks the host's robots.txt only (D7), for the URL still in todo."""
 
     h: _Held
     host: str
     fetched: bool = False
+    robots: bool = False
 
 
 @dataclass
@@ -159,6 +175,8 @@ class Dispatcher:
         self._held_tags: dict[str | None, bool] = {}
         self._turn = 0  # the site tried first for the next claim (round robin)
         self._proven: set[str] = set()  # hosts that answered a URL without a failure
+        self._unstarted = 0  # held tickets none of whose URLs went to a thread yet (D2)
+        self._robots_asked: set[str] = set()  # hosts whose robots.txt had a job (D7)
         self.watch = PauseWatch(stop)  # D6
         for w in workers:
             w.settle = self.watch.settle  # W1 right before a request waits for it too
@@ -187,7 +205,7 @@ class Dispatcher:
         while not self.stop.is_set() and self.fatal is None:
             self._after_a_pause()
             self._dispatch()
-            if len(self.running) < self.max_in_flight and self._claim():
+            if self._wants_tickets() and self._claim():
                 continue  # dispatch from it at once
             if self.running or self.held:
                 self._wait()
@@ -215,6 +233,9 @@ class Dispatcher:
             if not h.lost and not h.worker.queue.owned(h.c):
                 h.lost = True
                 h.todo.clear()
+                if not h.started:
+                    h.started = True
+                    self._unstarted -= 1
                 if h.running == 0:
                     self.held.remove(h)
                     h.worker.complete(h.c, lost=True)
@@ -230,19 +251,32 @@ class Dispatcher:
         return max(1, math.ceil(s.max_parallel_per_host / self.local_workers))
 
     def _dispatch(self) -> None:
+        if len(self.running) >= self.max_in_flight:
+            return
         now = time.monotonic()
-        for h in self.held:
+        # D7: the ticket with the most URLs left first (stable: else the oldest claim)
+        for h in sorted(self.held, key=_left, reverse=True):
             while h.todo and not h.lost and len(self.running) < self.max_in_flight:
                 entry, host = h.todo[0]
                 if self.busy[host] >= self.cap(h.worker, host) or \
                         h.worker.gate.free_at(host) > now:
                     break
+                if not h.started:
+                    h.started = True
+                    self._unstarted -= 1
+                if host not in self._robots_asked and \
+                        h.worker.fetcher.needs_robots(entry["url"]):
+                    self._robots_asked.add(host)
+                    self._submit(_Job(h, host, robots=True), entry)
+                    break
                 h.todo.popleft()
                 h.running += 1
-                self.busy[host] += 1
-                job = _Job(h, host)
-                self.running.add(job)
-                self._executor.submit(self._job, job, entry)
+                self._submit(_Job(h, host), entry)
+
+    def _submit(self, job: _Job, entry: dict[str, Any]) -> None:
+        self.busy[job.host] += 1
+        self.running.add(job)
+        self._executor.submit(self._job, job, entry)
 
     def _next_ready(self) -> float:
         """Seconds until a held host's token is known to be back (D1), at most MAX_WAIT."""
@@ -259,8 +293,11 @@ class Dispatcher:
         """On a fetch thread: one URL; the dispatcher hears when its request is over (the
         host has room again while the page converts) and when the URL is done."""
         try:
-            job.h.worker.run_one(job.h.c, entry,
-                                 fetched=lambda: self._events.put((job, "fetched", None)))
+            if job.robots:
+                job.h.worker.fetcher.prefetch_robots(entry["url"])
+            else:
+                job.h.worker.run_one(job.h.c, entry,
+                                     fetched=lambda: self._events.put((job, "fetched", None)))
         except BaseException as e:
             self._events.put((job, "done", e))
         else:
@@ -289,11 +326,17 @@ class Dispatcher:
         if not job.fetched:  # the host's request is over either way
             job.fetched = True
             self.busy[job.host] -= 1
-            if job.host not in self._proven and h.worker.gate.failures(job.host) == 0:
+            if not job.robots and job.host not in self._proven and \
+                    h.worker.gate.failures(job.host) == 0:
                 self._proven.add(job.host)
         if what == "fetched":
             return
         self.running.discard(job)
+        if job.robots:  # its URL is still in todo; a bug there stops us as any would
+            if error is not None:
+                self.fatal = self.fatal or error
+                self.stop.set()
+            return
         h.running -= 1
         if isinstance(error, TicketLost):
             h.lost = True
@@ -309,6 +352,12 @@ class Dispatcher:
                 self._idle.pop(h.worker.site.name, None)
 
     # -- D2 ----------------------------------------------------------------------------------
+    def _wants_tickets(self) -> bool:
+        """D2: claim while a thread is free, and also while every thread is busy but fewer
+        than ``UNSTARTED`` held tickets wait for their first URL: the threads' next turns
+        go to new tickets first (D7), so a busy process keeps starting hosts."""
+        return len(self.running) < self.max_in_flight or self._unstarted < UNSTARTED
+
     def _claim(self) -> bool:
         """Claim one ticket worth having (D2); True if one was claimed."""
         if len(self.held) >= self.max_in_flight * HELD_PER_THREAD:
@@ -339,6 +388,7 @@ class Dispatcher:
                 w.complete(c)
                 return True
             self.held.append(_Held(w, c, todo, ticket_host(c.ticket_id)))
+            self._unstarted += 1
             return True
         return False
 

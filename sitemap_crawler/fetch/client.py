@@ -295,6 +295,21 @@ class Fetcher:
 
     # -- public -------------------------------------------------------------------------
 
+    def needs_robots(self, url: str) -> bool:
+        """True if a request to ``url`` would first have to ask its robots.txt."""
+        return self.settings.respect_robots_txt and not self.robots.cached(url)
+
+    def prefetch_robots(self, url: str) -> None:
+        """Ask ``url``'s robots.txt now, through the gate (R5), and return as soon as it
+        answered: the lease's delay then runs out on the gate, not on a waiting thread.
+        What it learned (or an error, cached for ``error_ttl``) is what the page's own
+        fetch finds; failures are its to judge and report."""
+        try:
+            self._wait_for_host(host_key(url))
+            self.robots.entry(url)
+        except Exception as e:  # the page's fetch asks again and reports what it finds
+            log.debug("%s: robots.txt ahead of the page: %s", url, e)
+
     def fetch(self, url: str, *, etag: str | None = None, last_modified: str | None = None,
               still_ours: Callable[[], bool] | None = None) -> FetchResult:
         """GET ``url`` following redirects within the allowed hosts; never raises for HTTP

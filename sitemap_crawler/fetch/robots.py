@@ -142,6 +142,11 @@ class RobotsCache:
         """``Sitemap:`` lines of the origin's robots.txt (they apply to every agent)."""
         return list(self.entry(origin).sitemaps)
 
+    def cached(self, url: str) -> bool:
+        """True if ``url``'s origin has a live entry in memory: asking costs no request."""
+        entry = self._entries.get(origin_of(url))
+        return entry is not None and time.monotonic() < entry.expires
+
     def entry(self, origin: str, *, retry_errors: bool = False) -> RobotsEntry:
         """The cached entry of ``origin``, fetched when missing or expired.
 
