@@ -203,9 +203,23 @@ def shared_gate(state: StateDir, wid: str, s: Settings) -> Iterator[HostGate]:
     try:
         yield gate
     finally:
-        gate.close(threading.Event())  # the last delays hold after prepare too (G5)
-        with contextlib.suppress(OSError):
-            hb.stop(remove=True)
+        if LINGER:
+            threading.Thread(target=_close_gate, args=(gate, hb), name="gate-linger").start()
+        else:
+            _close_gate(gate, hb)
+
+
+LINGER = False
+"""True in a process that prepares many sites one after another (cli.py's pool): a site's
+last tokens then go back on a thread of their own when their delays are over, while the
+process prepares the next site (before: each prepare waited out its last delay, a second
+per site at the default delay).  Non-daemon: the process joins it before it exits."""
+
+
+def _close_gate(gate: HostGate, hb: Heartbeat) -> None:
+    gate.close(threading.Event())  # the last delays hold after prepare too (G5)
+    with contextlib.suppress(OSError):
+        hb.stop(remove=True)
 
 
 def prepare(site: Site, *, dry_run: bool = False, full: bool = False,
