@@ -7,6 +7,7 @@ with one line, writing nothing."""
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -83,3 +84,24 @@ def test_a_paused_holder_loses_the_lock_and_then_fails_cleanly(tmp_path):
 def test_a_slow_holder_keeps_the_lock_across_two_mounts_of_a_real_share(share):
     a_dir, b_dir, _kind = share
     slow_holder_then_other(a_dir, b_dir, hold=6.0, timeout=3.0)
+
+
+def test_a_waiter_whose_lock_folder_is_deleted_fails_at_once_with_one_line(tmp_path):
+    """The output folder removed during a crawl (found when a run's folder was deleted under
+    it): the finishing merge waited on the index lock for its whole 300 s timeout.  Now the
+    waiter sees the lock's folder gone and says so."""
+    a = holder(tmp_path, "a", hold=30.0, timeout=60.0)
+    wait_holding(a)
+    b = holder(tmp_path, "b", hold=0.0, timeout=60.0)
+    try:
+        time.sleep(3.0)  # b started (an import takes ~1 s on a busy machine) and waits
+        shutil.rmtree(tmp_path / "locks")
+        t = time.monotonic()
+        out_b, err_b = b.communicate(timeout=20)
+        assert b.returncode == 3, (out_b, err_b)  # the agent's "lost: <one line>"
+        assert "lock is gone" in out_b and "Traceback" not in err_b, (out_b, err_b)
+        assert time.monotonic() - t < 5
+    finally:
+        for p in (a, b):
+            p.kill()
+            p.communicate()

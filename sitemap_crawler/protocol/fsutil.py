@@ -445,6 +445,9 @@ class RenameLock:
                                                 daemon=True)
                 self._thread.start()
                 return True
+            if not self.directory.is_dir():  # removed under us: no token can come back
+                raise CrawlError(f"{self.directory}: the folder of the {self.name} lock is "
+                                 "gone (was the output folder moved or deleted?)")
             self._break_stale()
             time.sleep(pause)
             pause = min(pause * 1.5, 0.25)
