@@ -116,9 +116,11 @@ class Hosts:
                 await asyncio.sleep(max(0.0, start + self.delay - time.monotonic()))
                 body, ctype = routes.get(path, (b"not found", "text/plain"))
                 status = "200 OK" if path in routes else "404 Not Found"
+                # the end of an answer is when it is handed to the kernel: the client may
+                # read it and send its next request before sock_sendall returns here
+                self.log.append((ip, path, start, time.monotonic()))
                 await loop.sock_sendall(conn, f"HTTP/1.1 {status}\r\nContent-Type: {ctype}\r\n"
                                         f"Content-Length: {len(body)}\r\n\r\n".encode() + body)
-                self.log.append((ip, path, start, time.monotonic()))
                 if close:
                     return
         conn.close()
