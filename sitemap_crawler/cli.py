@@ -393,8 +393,9 @@ def _prepare_all(sites: list[Site], full: bool) -> None:
 
     method = "fork" if "fork" in mp.get_all_start_methods() else "spawn"
     # Mostly waiting (each host's delay, before and after its last request): many at once.
-    with ProcessPoolExecutor(min(PREPARES_AT_ONCE, len(sites)),
-                             mp_context=mp.get_context(method)) as pool:
+    pool = ProcessPoolExecutor(min(PREPARES_AT_ONCE, len(sites)),
+                               mp_context=mp.get_context(method))
+    try:
         futures = [pool.submit(_prepare_one, site, full) for site in sites]
         for fut in futures:
             warnings, filtered, summary = fut.result()
@@ -403,6 +404,13 @@ def _prepare_all(sites: list[Site], full: bool) -> None:
             for reason, n in sorted(filtered.items()):
                 log.info("filtered out by %s: %d", reason, n)
             typer.echo(summary)
+    except BaseException:
+        pool.shutdown(wait=True)
+        raise
+    # Every ticket is written: the work starts now.  The pool's processes still give their
+    # last tokens back when those delays are over (LINGER) and exit; the workers wait for
+    # those hosts' tokens on the gate, as for any other process's.
+    pool.shutdown(wait=False)
 
 
 def _prepare_one(site: Site, full: bool) -> tuple[list[str], dict[str, int], str]:
