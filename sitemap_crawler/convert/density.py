@@ -45,8 +45,10 @@ def named_body(root: Any) -> Any:
     return root
 
 
-def _boiler_region(el: Any, cache: dict[Any, bool]) -> bool:
-    """Is ``el`` (or an ancestor) header/nav/footer/aside or a boilerplate-named region?"""
+def _boiler_region(el: Any, cache: dict[Any, bool], wrapper: int) -> bool:
+    """Is ``el`` (or an ancestor) header/nav/footer/aside or a boilerplate-named region?
+    One holding ``wrapper`` characters or more is the page's wrapper, not chrome: a header
+    left unclosed, or a ``div.header-search`` around the whole page, holds the text too."""
     chain = []
     node = el
     result = False
@@ -56,12 +58,11 @@ def _boiler_region(el: Any, cache: dict[Any, bool]) -> bool:
             break
         chain.append(node)
         tag = node.tag
-        if tag in BOILERPLATE or node.get("role") in ("navigation", "banner", "contentinfo",
-                                                      "complementary", "search"):
-            result = True
-            break
         names = class_words(node)
-        if names and STRONG_RE.search(names) and not content_named(names):
+        if (tag in BOILERPLATE or node.get("role") in ("navigation", "banner", "contentinfo",
+                                                       "complementary", "search")
+                or (names and STRONG_RE.search(names) and not content_named(names))) \
+                and text_len(node) < wrapper:
             result = True
             break
         node = node.getparent()
@@ -103,13 +104,14 @@ def density_root(body: Any) -> tuple[Any, dict[Any, float]]:
     cache: dict[Any, bool] = {}
     teasers = teaser_cards(body)
     in_links = {d for a in body.iter("a") for d in a.iterdescendants()}
+    wrapper = max(text_len(body) // 2, 1)
     for p in body.iter(PARA_TAGS):
         if p in in_links:
             continue  # a summary that is all one link (a teaser card): not this page's text
         score = sum((1 + text.count(",") + min(len(text) / 100, 3)) *
                     max(0.0, 1 - links / len(text)) ** 2
                     for text, links in _own_text(p) if len(text) >= 25)
-        if not score or _boiler_region(p, cache):
+        if not score or _boiler_region(p, cache, wrapper):
             continue
         scores[p] = score
         parent = p.getparent()
