@@ -82,7 +82,9 @@ def main() -> None:
             rows.append((f, p, r, rec["source"], rec["key"], rec["kind"], rec["url"]))
             if args.show and args.show == rec["key"]:
                 print(f"--- {name} ---\n{text}\n--- truth ---\n{rec['truth']}")
-        summary: dict[str, Any] = {"median_ms": round(median(times), 2)}
+        summary: dict[str, Any] = {"median_ms": round(median(times), 2),
+                                   "per_page": {f"{s}/{k}": round(f, 4)
+                                                for f, _, _, s, k, _, _ in rows}}
         for g, rs in sorted(groups.items()):
             summary[g] = {"pages": len(rs), "f1": _mean([x[2] for x in rs]),
                           "precision": _mean([x[0] for x in rs]),
@@ -99,7 +101,7 @@ def main() -> None:
         print("\n| group | pages | F1 ours | F1 traf. | P ours / traf. | R ours / traf. | "
               "empty % ours / traf. |")
         print("| --- " * 7 + "|")
-        for g in sorted(k for k in o if isinstance(o[k], dict)):
+        for g in sorted(k for k in o if isinstance(o[k], dict) and k != "per_page"):
             a, b = o[g], t[g]
             print(f"| {g} | {a['pages']} | {a['f1']:.3f} | {b['f1']:.3f} | "
                   f"{a['precision']:.3f} / {b['precision']:.3f} | "

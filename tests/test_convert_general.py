@@ -31,3 +31,26 @@ def test_a_header_left_open_around_the_whole_page_is_a_wrapper_not_chrome():
     assert md.startswith("# 20 Corporate Event Planning Tips\n")
     assert "## Pick an Inspiring Venue" in md and md.count("When planning corporate") == 5
     assert "Contact us" not in md and "All rights reserved" not in md
+
+
+def test_a_page_hidden_until_a_script_shows_it_is_not_empty():
+    # a Shopify shop (deathwishcoffee.com) behind a lock app: the product sits in
+    # div.easylockdown-content style="display:none", which the app's script shows.  Before:
+    # nothing visible was left and the page came out empty (not written at all).
+    about = ("<p>Meet the yin to your yang. While you may be familiar with our bold and "
+             "intense coffee, this dark roast is rich, smooth and full of flavour.</p>")
+    body = f"""<main id="MainContent" class="content-for-layout" role="main">
+      <div class="easylockdown-loop-notice"><div class="easylockdown-loop-page-content">
+        </div></div>
+      <div class="easylockdown-content" style="display:none;">
+        <section class="shopify-section"><h1>Dark Roast Coffee</h1>
+          <p>Regular price $19.99</p><h4>DARKER ROAST FOR BOLDER DAYS.</h4>{about * 4}
+        </section></div></main>
+      <footer><p>Death Wish Coffee Co. All rights reserved.</p></footer>"""
+    md = convert(body)
+    assert md.startswith("# Dark Roast Coffee\n") and md.count("Meet the yin") == 4
+    # a hidden block that is not most of the page stays hidden
+    shown = convert(f"<main><h1>Dark Roast</h1>{about * 4}"
+                    f'<div style="display: none"><p>{"Hidden coupon text. " * 40}</p></div>'
+                    "</main>")
+    assert "Meet the yin" in shown and "Hidden coupon" not in shown

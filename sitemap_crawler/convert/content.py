@@ -57,6 +57,7 @@ from sitemap_crawler.convert.signals import (
     WEAK_RE,
     class_words,
     content_named,
+    hidden_style,
     link_len,
     text_len,
 )
@@ -118,8 +119,7 @@ def _hidden(el: Any) -> bool:
         return False
     if "hidden" in attrib or attrib.get("aria-hidden", "").strip().lower() == "true":
         return True
-    style = attrib.get("style")
-    return bool(style) and "display:none" in style.replace(" ", "").lower()
+    return hidden_style(attrib.get("style"))
 
 
 def _visible(els: Any) -> list[Any]:

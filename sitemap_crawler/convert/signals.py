@@ -100,6 +100,11 @@ _SLUG_ID_TAGS = frozenset({"h1", "h2", "h3", "h4", "h5", "h6", "dt", "section", 
                            "li", "p", "code", "table", "figure"})
 
 
+def hidden_style(style: str | None) -> bool:
+    """An inline style that hides the element (``display:none``)."""
+    return bool(style) and "display:none" in style.replace(" ", "").lower()
+
+
 HEADING_TAGS = frozenset({"h1", "h2", "h3", "h4", "h5", "h6"})
 
 
