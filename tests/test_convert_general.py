@@ -54,3 +54,43 @@ def test_a_page_hidden_until_a_script_shows_it_is_not_empty():
                     f'<div style="display: none"><p>{"Hidden coupon text. " * 40}</p></div>'
                     "</main>")
     assert "Meet the yin" in shown and "Hidden coupon" not in shown
+
+
+_EXCERPT = ("Salt Lake City is the gateway to dry powder skiing and to the five parks of the "
+            "state, all year. ")
+
+
+def _card(title: str, words: int) -> str:
+    # globaltravelerusa.com's post-item: a picture link, a category, a date, a headline link
+    # (empty on one: a script fills it in) and an excerpt
+    return (f'<div class="post-wide post-item row"><div class="img-wrapper col-10">'
+            f'<a href="/{words}/" class="image"></a></div><div class="copy col-14">'
+            f'<div class="tagline"><h5 class="categories"><a href="/december/">December 2025'
+            f'</a></h5><span class="date">Dec 19, 2025</span></div><h3 class="title">'
+            f'<a href="/{words}/" class="post"><span><span class="text">{title}</span></span>'
+            f'</a></h3><p class="content">{_EXCERPT * words}'
+            f'</p></div></div>')
+
+
+def test_teaser_lists_below_a_story_are_not_the_story():
+    # a WordPress travel magazine (og:type=article) without <main>/<article>: the story
+    # column, then lists of other posts.  One card's headline is an empty link, and two
+    # cards' excerpts are long (over 600 characters): before, only short cards with a
+    # headline of text counted as teasers, so the lists held a third of the score and the
+    # pick climbed to #content, taking "Read This Next", the newsletter and every excerpt.
+    story = ("<p>According to the study, Enterprise topped the charts for 2025, with a score "
+             "of 734 out of 1,000; National came second, and Sixt tied for third.</p>") * 7
+    body = f"""<div id="main-content"><div class="hero-header"><h1>Top Rental Cars</h1></div>
+      <div id="content"><div class="container-fluid"><div class="row">
+        <div class="col-22" id="body-content">{story}</div>
+        <div class="sidebar col-7"><h4>Newsletter</h4>
+          <p>Get insider information and deals in your inbox!</p></div></div></div>
+      <div class="container-fluid mt-5"><div class="section content">
+        <div class="post-list col-24">{_card("", 4)}{_card("Cathay Pacific Suites", 4)}
+          {_card("How To Enhance Your Wellness", 7)}</div>
+        <div class="post-list col-24">{_card("Ireland: Golf by the Sea", 4)}
+          {_card("Three AmaWaterways Cruises", 9)}{_card("Hotel Casa Palmela", 4)}</div>
+      </div></div></div></div>"""
+    md = convert(body, head='<meta property="og:type" content="article">')
+    assert md.count("Enterprise topped the charts") == 7
+    assert "Salt Lake City" not in md and "insider information" not in md

@@ -24,6 +24,7 @@ from sitemap_crawler.convert.signals import (
     link_len,
     text_len,
 )
+from sitemap_crawler.xpath import XPath
 
 
 def _p_text(el: Any) -> int:
@@ -141,21 +142,42 @@ def density_root(body: Any) -> tuple[Any, dict[Any, float]]:
 
 
 _CARD = 600  # characters at most in one teaser card
+_BLANK = XPath("not(normalize-space())")
+
+
+def _linked_headline(h: Any) -> bool:
+    """A headline that is all link, or only an empty link (a script fills its title in)."""
+    size = int(STRLEN(h))
+    if size and link_len(h) >= 0.8 * size:
+        return True
+    return bool(_BLANK(h)) and h.find(".//a[@href]") is not None
 
 
 def teaser_cards(body: Any) -> set[Any]:
-    """Blocks headed by a linked headline (h2-h6 that is all link): teaser cards of other
-    pages, whose summaries are not this page's text."""
+    """Blocks headed by a linked headline: teaser cards of other pages, whose summaries are
+    not this page's text.  A card is short, but in a list of three or more items of one
+    class, each item with a linked headline is a card at up to twice that length."""
     out = set()
     for h in body.iter("h2", "h3", "h4", "h5", "h6"):
-        size = int(STRLEN(h))
-        if size and link_len(h) >= 0.8 * size:
+        if _linked_headline(h):
             parent = h.getparent()  # a card is short: a post under a linked title is not
             if parent is not None and text_len(parent) <= _CARD:
                 out.add(parent)
                 grand = parent.getparent()
                 if len(parent) <= 2 and grand is not None and text_len(grand) <= _CARD:
                     out.add(grand)
+    groups = set()
+    for card in list(out):
+        for item in (card, card.getparent()):
+            group = item.getparent() if item is not None else None
+            if group is None or group in groups:
+                break
+            same = [s for s in group if s.tag == item.tag and s.get("class") == item.get("class")]
+            if len(same) >= 3:
+                groups.add(group)
+                out.update(s for s in same if text_len(s) <= 2 * _CARD and
+                           any(_linked_headline(h) for h in s.iter(HEADING_TAGS - {"h1"})))
+                break
     return out
 
 
