@@ -94,3 +94,35 @@ def test_teaser_lists_below_a_story_are_not_the_story():
     md = convert(body, head='<meta property="og:type" content="article">')
     assert md.count("Enterprise topped the charts") == 7
     assert "Salt Lake City" not in md and "insider information" not in md
+
+
+def _column(kicker: str, title: str) -> str:
+    # the Herald Sun's "Other Opinion Columns": a kicker, then the headline link
+    return (f'<div class="story-block sectionref-news"><h4 class="heading">\n'
+            f'  <strong class="kicker">{kicker}</strong>\n  <a href="/news/opinion/{kicker}">'
+            f'{title}</a>\n</h4><a href="/news/opinion/{kicker}" class="thumb-link"></a>'
+            f'<p class="standfirst">THE good thing about it is that it is cheap and of good '
+            f'quality, and the bad thing is the whole, exhausting business of getting it, '
+            f'from the car park to the check-out, with the kids in tow.</p></div>')
+
+
+def test_teasers_whose_headline_opens_with_a_kicker_are_teasers():
+    # a News Corp column page: the column, then "Other Opinion Columns", each a kicker in
+    # <strong> and a linked headline.  Before, the kicker made the headline less than 80 %
+    # link, the items were not teasers, and their standfirsts were read as the column's.
+    column = ("<p>A HIGH-powered federal government team has been doing the rounds of media "
+              "organisations, with talks on the new surveillance laws, in the past week.</p>")
+    columns = "".join(_column(k, t) for k, t in (
+        ("Editorial", "Fraser's lasting legacy"),
+        ("Ikea challenge", "Good for some, but I'm not buying it"),
+        ("True liberal", "Ex-PM a man of contrasts"), ("Own backyard", "Local issues first")))
+    body = f"""<div id="page"><div id="content"><div id="story">
+      <h1>Angry media won't buckle over new surveillance laws</h1>
+      <div class="story-body">{column * 14}</div>
+      <div class="group text-g-other-opinion-columns"><div class="group-header">
+        <h2 class="heading">Other Opinion Columns</h2></div><div class="group-content">
+        <div class="item"><div class="module"><div class="module-content">{columns}
+      </div></div></div></div></div></div></div></div>"""
+    md = convert(body, head='<meta property="og:type" content="article">')
+    assert md.count("A HIGH-powered federal") == 14
+    assert "exhausting business" not in md and "lasting legacy" not in md

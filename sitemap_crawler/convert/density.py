@@ -17,6 +17,7 @@ from sitemap_crawler.convert.signals import (
     HEADING_TAGS,
     INLINE,
     PARA_TAGS,
+    STR,
     STRLEN,
     STRONG_RE,
     class_words,
@@ -143,13 +144,20 @@ def density_root(body: Any) -> tuple[Any, dict[Any, float]]:
 
 _CARD = 600  # characters at most in one teaser card
 _BLANK = XPath("not(normalize-space())")
+_KICKER = XPath("*[1][self::strong or self::span or self::em or self::b][not(.//a)]"
+                "[following-sibling::*[1][self::a]]")
 
 
 def _linked_headline(h: Any) -> bool:
-    """A headline that is all link, or only an empty link (a script fills its title in)."""
+    """A headline that is all link, or a link after a short kicker ("Editorial", "Review"),
+    or only an empty link (a script fills its title in)."""
     size = int(STRLEN(h))
     if size and link_len(h) >= 0.8 * size:
         return True
+    if size and _KICKER(h):
+        size = len(" ".join(STR(h).split()))
+        links = sum(len(" ".join(STR(a).split())) for a in h.iter("a"))
+        return links >= 0.5 * size and size - links <= 25
     return bool(_BLANK(h)) and h.find(".//a[@href]") is not None
 
 
