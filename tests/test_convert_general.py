@@ -126,3 +126,27 @@ def test_teasers_whose_headline_opens_with_a_kicker_are_teasers():
     md = convert(body, head='<meta property="og:type" content="article">')
     assert md.count("A HIGH-powered federal") == 14
     assert "exhausting business" not in md and "lasting legacy" not in md
+
+
+def test_a_slideshow_of_other_stories_inside_a_story_is_left_out():
+    # The Independent: itemprop=articleBody holds the story and, between two of its
+    # paragraphs, a "Business news in pictures" gallery of 50 slides (an <li> each with its
+    # heading and caption), three quarters of the body's text: it was protected as too large
+    # to be a widget, and its 50 captions came out as the story.
+    story = ("<p>Most people go to hotels for the pleasure of sleeping in a giant bed, with "
+             "clean white sheets, and waking up to fresh towels in the morning.</p>")
+    slides = "".join(
+        f'<li><div class="title"><h2>{i}/50 Star Wars boosts economy</h2></div><p>Production '
+        f"of the next Star Wars movie has brought an economic impact of some 150 million "
+        f"pounds to Britain, according to company accounts, and more to come.</p></li>"
+        for i in range(1, 21))
+    body = f"""<div itemprop="articleBody" class="text-wrapper">{story * 4}
+      <div class="dnd-widget-wrapper context-full type-gallery"><div class="dnd-atom-rendered">
+        <div class="full-gallery"><h2>Business news in pictures</h2><div class="scroller">
+          <ul class="legends">{slides}</ul></div></div></div></div>{story * 4}</div>"""
+    md = convert(body, head='<meta property="og:type" content="article">')
+    assert md.count("Most people go to hotels") == 8 and "Star Wars" not in md
+    # a story told as a list of pictures with captions, named like a gallery, stays
+    alone = convert(f'<div itemprop="articleBody"><div class="gallery"><ul>{slides}</ul>'
+                    "</div></div>", head='<meta property="og:type" content="article">')
+    assert alone.count("Star Wars boosts economy") == 20

@@ -207,6 +207,10 @@ def _widgets(root: Any, news: bool) -> set[Any]:
         if parent is not None and grid_columns(parent):
             continue  # a cell of a grid table ("table-header col-first")
         size = text_len(el)
+        if news_word and _GALLERY_RE.search(names) and root_len - size >= 1000 and \
+                _slides(el):
+            out.add(el)  # a slideshow of other stories inside the story: large, not its text
+            continue
         links = link_len(el)
         if strong and size and links / size > 0.5 and size < 0.6 * root_len and \
                 not any(True for _ in el.iter("h1", "h2", "pre")):
@@ -293,6 +297,18 @@ def _widgets(root: Any, news: bool) -> set[Any]:
     return out
 
 
+_GALLERY_RE = re.compile(r"(?:^|[\s_-])(?:gallery|slideshow|carousel)(?:$|[\s_-])", re.I)
+
+
+def _slides(el: Any) -> bool:
+    """Five or more list items each with a heading or a picture: a gallery's slides."""
+    for lst in el.iter("ul", "ol"):
+        if sum(1 for li in lst if li.tag == "li" and li.xpath(_SLIDE)) >= 5:
+            return True
+    return False
+
+
+_SLIDE = "boolean(.//h2|.//h3|.//h4|.//h5|.//h6|.//img)"
 _CAPTION_RE = re.compile(r"(?:^|[\s_-])captions?(?:$|[\s_-])", re.I)
 _PICTURE_NAME_RE = re.compile(r"image|img|media|figure|picture|pic", re.I)
 _MEDIA = ("img", "picture", "video", "figure", "iframe", "svg")
