@@ -150,3 +150,7 @@ def test_a_slideshow_of_other_stories_inside_a_story_is_left_out():
     alone = convert(f'<div itemprop="articleBody"><div class="gallery"><ul>{slides}</ul>'
                     "</div></div>", head='<meta property="og:type" content="article">')
     assert alone.count("Star Wars boosts economy") == 20
+    # on a page that does not say it is a story (a shop's product carousel), it stays
+    shop = convert(f'<div class="product">{story * 8}<div class="carousel"><ul>{slides}</ul>'
+                   "</div></div>")
+    assert shop.count("Star Wars boosts economy") == 20

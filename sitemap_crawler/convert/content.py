@@ -169,8 +169,9 @@ def _semantic(doc: Any) -> tuple[Any, str] | None:
     return None
 
 
-def _widgets(root: Any, news: bool) -> set[Any]:
-    """Blocks inside the content root that are widgets, by the signals in the module doc."""
+def _widgets(root: Any, news: bool, story: bool = False) -> set[Any]:
+    """Blocks inside the content root that are widgets, by the signals in the module doc.
+    ``news``: no generator markup to trust; ``story``: the page says it is one."""
     out: set[Any] = set()
     root_len = max(text_len(root), 1)
 
@@ -207,7 +208,7 @@ def _widgets(root: Any, news: bool) -> set[Any]:
         if parent is not None and grid_columns(parent):
             continue  # a cell of a grid table ("table-header col-first")
         size = text_len(el)
-        if news_word and _GALLERY_RE.search(names) and root_len - size >= 1000 and \
+        if story and news_word and _GALLERY_RE.search(names) and root_len - size >= 1000 and \
                 _slides(el):
             out.add(el)  # a slideshow of other stories inside the story: large, not its text
             continue
@@ -513,7 +514,7 @@ def choose(doc: Any, *, news: bool = False, min_chars: int = 200) -> Choice:
             root = named_body(root)
         size = text_len(root)
         if size >= min_chars or text_len(body) < 2 * max(size, 1) + min_chars:
-            return Choice(root, kind, False, _widgets(root, news))
+            return Choice(root, kind, False, _widgets(root, news, news))
     dense, scores = density_root(body)
     root = with_title(named_body(dense), body, scores, news)
     while root is not body and text_len(root) < min_chars and root.getparent() is not None:
@@ -526,6 +527,6 @@ def choose(doc: Any, *, news: bool = False, min_chars: int = 200) -> Choice:
         root = body
     if root is not body and text_len(root) >= min_chars:
         title = None if news else title_block(root, doc)
-        return Choice(root, "density", False, _widgets(root, True),
+        return Choice(root, "density", False, _widgets(root, True, news),
                       [title] if title is not None else [])
-    return Choice(body, "body", True, _widgets(body, True))
+    return Choice(body, "body", True, _widgets(body, True, news))
