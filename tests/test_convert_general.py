@@ -154,3 +154,22 @@ def test_a_slideshow_of_other_stories_inside_a_story_is_left_out():
     shop = convert(f'<div class="product">{story * 8}<div class="carousel"><ul>{slides}</ul>'
                    "</div></div>")
     assert shop.count("Star Wars boosts economy") == 20
+
+
+def test_text_hidden_by_visibility_hidden_is_left_out():
+    # readability's "visibility-hidden" page: paragraphs styled visibility:hidden are not
+    # shown, so they are not the page's text (display:none was already left out)
+    shown = ("<p>Tempor incididunt ut labore et dolore magna aliqua. Ut enim ad minim veniam, "
+             "quis nostrud exercitation ullamco laboris nisi ut aliquip ex ea commodo.</p>")
+    body = f"""<article><h1 style="visibility: hidden;">Lorem</h1>
+      <div style="visibility:hidden"><p>Lorem ipsum dolor sit amet, consectetur adipisicing
+        elit, sed do eiusmod tempor incididunt ut labore et dolore magna aliqua.</p></div>
+      {shown * 3}</article>"""
+    md = convert(body)
+    assert md.count("Tempor incididunt") == 3 and "Lorem" not in md
+    # a collapsed accordion panel (UC San Diego's course list) is the page's text
+    panel = ('<div class="accordion__content" style="overflow: hidden; height: 0px; '
+             'visibility: hidden; opacity: 0;" id="c1" aria-labelledby="t1" role="region">'
+             "<p>Project Management Fundamentals: four units, online.</p></div>")
+    md = convert(f'<main>{shown * 3}<button id="t1">Required courses</button>{panel}</main>')
+    assert "Project Management Fundamentals" in md

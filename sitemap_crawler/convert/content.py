@@ -119,7 +119,7 @@ def _hidden(el: Any) -> bool:
         return False
     if "hidden" in attrib or attrib.get("aria-hidden", "").strip().lower() == "true":
         return True
-    return hidden_style(attrib.get("style"))
+    return hidden_style(el)
 
 
 def _visible(els: Any) -> list[Any]:

@@ -264,7 +264,7 @@ def _gated(root: Any) -> Any:
     gate, an anti-flicker wrapper).  Without it such a page comes out empty."""
     total = text_len(root)
     for el in root.iter():
-        if isinstance(el.tag, str) and hidden_style(el.get("style")):
+        if isinstance(el.tag, str) and hidden_style(el):
             size = text_len(el)
             if size >= 500 and size >= 0.5 * total:
                 return el

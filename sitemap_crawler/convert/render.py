@@ -253,7 +253,7 @@ class Renderer:
             return role != "tabpanel" and el not in self.panel_labels
         if role and role in self.nav_roles:
             return True
-        if hidden_style(attrib.get("style")):
+        if hidden_style(el):
             return role != "tabpanel" and el not in self.panel_labels and el is not self.shown
         cls = attrib.get("class")
         if cls and tag in ("a", "span", "td", "div") and is_gutter(cls):
@@ -537,7 +537,7 @@ class Renderer:
         cls = attrib.get("class")
         if cls and is_gutter(cls):
             return True
-        return hidden_style(attrib.get("style"))
+        return hidden_style(el)
 
     def _pre_walk(self, el: Any, out: list[str], depth: int = 0) -> None:
         if depth > _MAX_DEPTH:  # pathological nesting: the text, without recursion
