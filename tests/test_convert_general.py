@@ -173,3 +173,26 @@ def test_text_hidden_by_visibility_hidden_is_left_out():
              "<p>Project Management Fundamentals: four units, online.</p></div>")
     md = convert(f'<main>{shown * 3}<button id="t1">Required courses</button>{panel}</main>')
     assert "Project Management Fundamentals" in md
+
+
+def test_a_video_players_control_panels_are_not_the_story():
+    # Yahoo's video player inside a story's column (og:type=article): buttons
+    # (role=button), and settings menus listing qualities, languages and caption fonts,
+    # every text a short label.  Before, each label came out as a line of the story.
+    fonts = "".join(f'<li class="yvp-ddm-item">{f}</li>' for f in (
+        "Arial", "Georgia", "Palatino Linotype", "Times New Roman", "Verdana", "Impact"))
+    player = f"""<div class="yvp-main"><div class="yvp-bottom-bar">
+      <div class="yvp-menu-controls">{'<div class="yvp-btn" role="button">Play</div>' * 3}
+        <div class="yvp-fullscreen-btn button" role="button"><div class="yvp-tooltip">
+          Full Screen</div></div><div role="button">Settings</div></div>
+      <div class="yvp-settings-container"><ul class="yvp-ddm-list"><li>Auto</li>
+        <li>High (HD)</li><li>Medium</li><li>Low</li></ul><div class="yvp-cc-preview">
+        Captions will look like this</div><ul class="yvp-ddm-list">{fonts * 4}</ul></div>
+    </div></div>"""
+    story = ("<p>A photo of a veteran wrapping his newborn in an American flag has sparked a "
+             "debate online, with thousands of comments on both sides of the argument.</p>")
+    body = f"""<div role="main"><h1>Veteran Wraps Baby in American Flag</h1>{player}
+      {story * 6}</div>"""
+    md = convert(body, head='<meta property="og:type" content="article">')
+    assert md.count("A photo of a veteran") == 6
+    assert "Palatino" not in md and "High (HD)" not in md and "Full Screen" not in md

@@ -282,6 +282,8 @@ def _widgets(root: Any, news: bool, story: bool = False) -> set[Any]:
             size = text_len(group)
             if not protected(group, size, 0.4):
                 out.add(group)
+    if news:
+        out.update(_control_panels(root, root_len))
     if news:  # no generator markup to trust: link lists without prose are menus
         for el in root.iter("ul", "ol", "div", "section", "table", "aside", "header"):
             if el is root or el in out:
@@ -296,6 +298,39 @@ def _widgets(root: Any, news: bool, story: bool = False) -> set[Any]:
                 continue
             out.add(el)
     return out
+
+
+_CONTROL_ROLES = frozenset({"button", "slider", "menuitem", "menuitemradio", "option",
+                            "checkbox", "switch"})
+_LONG_TEXT = XPath("boolean(.//text()[string-length(normalize-space()) >= 50]"
+                   "[not(ancestor::script)][not(ancestor::style)])")
+
+
+def _control_panels(root: Any, root_len: int) -> list[Any]:
+    """A media player's panels: blocks of five or more controls (buttons, sliders, menu
+    items) whose every text is a short label ("Full Screen", "High (HD)", "Arial"), however
+    long their lists: the widest such block below the root, when it is not most of it."""
+    counts: dict[Any, int] = {}
+    for el in root.iter():
+        if el.tag == "button" or (isinstance(el.tag, str) and el.get("role") in _CONTROL_ROLES):
+            node = el.getparent()
+            while node is not None and node is not root:
+                counts[node] = counts.get(node, 0) + 1
+                node = node.getparent()
+    out: list[Any] = []
+    for el, n in counts.items():
+        if n < 5 or any(a in counts and counts[a] >= 5 and _panel(a, root_len)
+                        for a in el.iterancestors() if a is not root):
+            continue
+        if _panel(el, root_len):
+            out.append(el)
+    return out
+
+
+def _panel(el: Any, root_len: int) -> bool:
+    size = text_len(el)
+    return 0 < size <= 0.4 * root_len and not _LONG_TEXT(el) and \
+        el.find(".//h1") is None and el.find(".//pre") is None and el.find(".//table") is None
 
 
 _GALLERY_RE = re.compile(r"(?:^|[\s_-])(?:gallery|slideshow|carousel)(?:$|[\s_-])", re.I)
