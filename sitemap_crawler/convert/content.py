@@ -57,6 +57,7 @@ from sitemap_crawler.convert.signals import (
     WEAK_RE,
     class_words,
     content_named,
+    hidden_style,
     link_len,
     text_len,
 )
@@ -118,8 +119,7 @@ def _hidden(el: Any) -> bool:
         return False
     if "hidden" in attrib or attrib.get("aria-hidden", "").strip().lower() == "true":
         return True
-    style = attrib.get("style")
-    return bool(style) and "display:none" in style.replace(" ", "").lower()
+    return hidden_style(el)
 
 
 def _visible(els: Any) -> list[Any]:
@@ -169,8 +169,9 @@ def _semantic(doc: Any) -> tuple[Any, str] | None:
     return None
 
 
-def _widgets(root: Any, news: bool) -> set[Any]:
-    """Blocks inside the content root that are widgets, by the signals in the module doc."""
+def _widgets(root: Any, news: bool, story: bool = False) -> set[Any]:
+    """Blocks inside the content root that are widgets, by the signals in the module doc.
+    ``news``: no generator markup to trust; ``story``: the page says it is one."""
     out: set[Any] = set()
     root_len = max(text_len(root), 1)
 
@@ -207,6 +208,10 @@ def _widgets(root: Any, news: bool) -> set[Any]:
         if parent is not None and grid_columns(parent):
             continue  # a cell of a grid table ("table-header col-first")
         size = text_len(el)
+        if story and news_word and _GALLERY_RE.search(names) and root_len - size >= 1000 and \
+                _slides(el):
+            out.add(el)  # a slideshow of other stories inside the story: large, not its text
+            continue
         links = link_len(el)
         if strong and size and links / size > 0.5 and size < 0.6 * root_len and \
                 not any(True for _ in el.iter("h1", "h2", "pre")):
@@ -277,6 +282,8 @@ def _widgets(root: Any, news: bool) -> set[Any]:
             size = text_len(group)
             if not protected(group, size, 0.4):
                 out.add(group)
+    if news:
+        out.update(_control_panels(root, root_len))
     if news:  # no generator markup to trust: link lists without prose are menus
         for el in root.iter("ul", "ol", "div", "section", "table", "aside", "header"):
             if el is root or el in out:
@@ -293,6 +300,51 @@ def _widgets(root: Any, news: bool) -> set[Any]:
     return out
 
 
+_CONTROL_ROLES = frozenset({"button", "slider", "menuitem", "menuitemradio", "option",
+                            "checkbox", "switch"})
+_LONG_TEXT = XPath("boolean(.//text()[string-length(normalize-space()) >= 50]"
+                   "[not(ancestor::script)][not(ancestor::style)])")
+
+
+def _control_panels(root: Any, root_len: int) -> list[Any]:
+    """A media player's panels: blocks of five or more controls (buttons, sliders, menu
+    items) whose every text is a short label ("Full Screen", "High (HD)", "Arial"), however
+    long their lists: the widest such block below the root, when it is not most of it."""
+    counts: dict[Any, int] = {}
+    for el in root.iter():
+        if el.tag == "button" or (isinstance(el.tag, str) and el.get("role") in _CONTROL_ROLES):
+            node = el.getparent()
+            while node is not None and node is not root:
+                counts[node] = counts.get(node, 0) + 1
+                node = node.getparent()
+    out: list[Any] = []
+    for el, n in counts.items():
+        if n < 5 or any(a in counts and counts[a] >= 5 and _panel(a, root_len)
+                        for a in el.iterancestors() if a is not root):
+            continue
+        if _panel(el, root_len):
+            out.append(el)
+    return out
+
+
+def _panel(el: Any, root_len: int) -> bool:
+    size = text_len(el)
+    return 0 < size <= 0.4 * root_len and not _LONG_TEXT(el) and \
+        el.find(".//h1") is None and el.find(".//pre") is None and el.find(".//table") is None
+
+
+_GALLERY_RE = re.compile(r"(?:^|[\s_-])(?:gallery|slideshow|carousel)(?:$|[\s_-])", re.I)
+
+
+def _slides(el: Any) -> bool:
+    """Five or more list items each with a heading or a picture: a gallery's slides."""
+    for lst in el.iter("ul", "ol"):
+        if sum(1 for li in lst if li.tag == "li" and li.xpath(_SLIDE)) >= 5:
+            return True
+    return False
+
+
+_SLIDE = "boolean(.//h2|.//h3|.//h4|.//h5|.//h6|.//img)"
 _CAPTION_RE = re.compile(r"(?:^|[\s_-])captions?(?:$|[\s_-])", re.I)
 _PICTURE_NAME_RE = re.compile(r"image|img|media|figure|picture|pic", re.I)
 _MEDIA = ("img", "picture", "video", "figure", "iframe", "svg")
@@ -497,7 +549,7 @@ def choose(doc: Any, *, news: bool = False, min_chars: int = 200) -> Choice:
             root = named_body(root)
         size = text_len(root)
         if size >= min_chars or text_len(body) < 2 * max(size, 1) + min_chars:
-            return Choice(root, kind, False, _widgets(root, news))
+            return Choice(root, kind, False, _widgets(root, news, news))
     dense, scores = density_root(body)
     root = with_title(named_body(dense), body, scores, news)
     while root is not body and text_len(root) < min_chars and root.getparent() is not None:
@@ -510,6 +562,6 @@ def choose(doc: Any, *, news: bool = False, min_chars: int = 200) -> Choice:
         root = body
     if root is not body and text_len(root) >= min_chars:
         title = None if news else title_block(root, doc)
-        return Choice(root, "density", False, _widgets(root, True),
+        return Choice(root, "density", False, _widgets(root, True, news),
                       [title] if title is not None else [])
-    return Choice(body, "body", True, _widgets(body, True))
+    return Choice(body, "body", True, _widgets(body, True, news))

@@ -17,6 +17,7 @@ from sitemap_crawler.convert.signals import (
     HEADING_TAGS,
     INLINE,
     PARA_TAGS,
+    STR,
     STRLEN,
     STRONG_RE,
     class_words,
@@ -24,6 +25,7 @@ from sitemap_crawler.convert.signals import (
     link_len,
     text_len,
 )
+from sitemap_crawler.xpath import XPath
 
 
 def _p_text(el: Any) -> int:
@@ -45,8 +47,10 @@ def named_body(root: Any) -> Any:
     return root
 
 
-def _boiler_region(el: Any, cache: dict[Any, bool]) -> bool:
-    """Is ``el`` (or an ancestor) header/nav/footer/aside or a boilerplate-named region?"""
+def _boiler_region(el: Any, cache: dict[Any, bool], wrapper: int) -> bool:
+    """Is ``el`` (or an ancestor) header/nav/footer/aside or a boilerplate-named region?
+    One holding ``wrapper`` characters or more is the page's wrapper, not chrome: a header
+    left unclosed, or a ``div.header-search`` around the whole page, holds the text too."""
     chain = []
     node = el
     result = False
@@ -56,12 +60,11 @@ def _boiler_region(el: Any, cache: dict[Any, bool]) -> bool:
             break
         chain.append(node)
         tag = node.tag
-        if tag in BOILERPLATE or node.get("role") in ("navigation", "banner", "contentinfo",
-                                                      "complementary", "search"):
-            result = True
-            break
         names = class_words(node)
-        if names and STRONG_RE.search(names) and not content_named(names):
+        if (tag in BOILERPLATE or node.get("role") in ("navigation", "banner", "contentinfo",
+                                                       "complementary", "search")
+                or (names and STRONG_RE.search(names) and not content_named(names))) \
+                and text_len(node) < wrapper:
             result = True
             break
         node = node.getparent()
@@ -103,13 +106,14 @@ def density_root(body: Any) -> tuple[Any, dict[Any, float]]:
     cache: dict[Any, bool] = {}
     teasers = teaser_cards(body)
     in_links = {d for a in body.iter("a") for d in a.iterdescendants()}
+    wrapper = max(text_len(body) // 2, 1)
     for p in body.iter(PARA_TAGS):
         if p in in_links:
             continue  # a summary that is all one link (a teaser card): not this page's text
         score = sum((1 + text.count(",") + min(len(text) / 100, 3)) *
                     max(0.0, 1 - links / len(text)) ** 2
                     for text, links in _own_text(p) if len(text) >= 25)
-        if not score or _boiler_region(p, cache):
+        if not score or _boiler_region(p, cache, wrapper):
             continue
         scores[p] = score
         parent = p.getparent()
@@ -139,21 +143,49 @@ def density_root(body: Any) -> tuple[Any, dict[Any, float]]:
 
 
 _CARD = 600  # characters at most in one teaser card
+_BLANK = XPath("not(normalize-space())")
+_KICKER = XPath("*[1][self::strong or self::span or self::em or self::b][not(.//a)]"
+                "[following-sibling::*[1][self::a]]")
+
+
+def _linked_headline(h: Any) -> bool:
+    """A headline that is all link, or a link after a short kicker ("Editorial", "Review"),
+    or only an empty link (a script fills its title in)."""
+    size = int(STRLEN(h))
+    if size and link_len(h) >= 0.8 * size:
+        return True
+    if size and _KICKER(h):
+        size = len(" ".join(STR(h).split()))
+        links = sum(len(" ".join(STR(a).split())) for a in h.iter("a"))
+        return links >= 0.5 * size and size - links <= 25
+    return bool(_BLANK(h)) and h.find(".//a[@href]") is not None
 
 
 def teaser_cards(body: Any) -> set[Any]:
-    """Blocks headed by a linked headline (h2-h6 that is all link): teaser cards of other
-    pages, whose summaries are not this page's text."""
+    """Blocks headed by a linked headline: teaser cards of other pages, whose summaries are
+    not this page's text.  A card is short, but in a list of three or more items of one
+    class, each item with a linked headline is a card at up to twice that length."""
     out = set()
     for h in body.iter("h2", "h3", "h4", "h5", "h6"):
-        size = int(STRLEN(h))
-        if size and link_len(h) >= 0.8 * size:
+        if _linked_headline(h):
             parent = h.getparent()  # a card is short: a post under a linked title is not
             if parent is not None and text_len(parent) <= _CARD:
                 out.add(parent)
                 grand = parent.getparent()
                 if len(parent) <= 2 and grand is not None and text_len(grand) <= _CARD:
                     out.add(grand)
+    groups = set()
+    for card in list(out):
+        for item in (card, card.getparent()):
+            group = item.getparent() if item is not None else None
+            if group is None or group in groups:
+                break
+            same = [s for s in group if s.tag == item.tag and s.get("class") == item.get("class")]
+            if len(same) >= 3:
+                groups.add(group)
+                out.update(s for s in same if text_len(s) <= 2 * _CARD and
+                           any(_linked_headline(h) for h in s.iter(HEADING_TAGS - {"h1"})))
+                break
     return out
 
 

@@ -23,6 +23,7 @@ from lxml import etree
 
 from sitemap_crawler.convert.content import choose
 from sitemap_crawler.convert.render import Renderer
+from sitemap_crawler.convert.signals import hidden_style, text_len
 from sitemap_crawler.frontmatter import front_matter, timestamp
 
 __all__ = [
@@ -254,6 +255,20 @@ def _tidy(md: str) -> str:
 
 
 _UNPARSED: Any = object()
+_REVEAL_BELOW = 100  # the worker's default min_content_chars: below it a page is not written
+
+
+def _gated(root: Any) -> Any:
+    """The block a script would show: hidden by its inline style and holding most of the
+    root's text, on a page whose visible rest says almost nothing (a shop's age or password
+    gate, an anti-flicker wrapper).  Without it such a page comes out empty."""
+    total = text_len(root)
+    for el in root.iter():
+        if isinstance(el.tag, str) and hidden_style(el):
+            size = text_len(el)
+            if size >= 500 and size >= 0.5 * total:
+                return el
+    return None
 
 
 def html_to_markdown(html: str, url: str, *, code_language_default: str | None = None,
@@ -275,6 +290,13 @@ def html_to_markdown(html: str, url: str, *, code_language_default: str | None =
     renderer = Renderer(head.base, whole_body=choice.whole_body,
                         code_default=code_language_default or "", drop_elements=choice.widgets)
     markdown = _tidy(renderer.markdown(choice.root, choice.before))
+    if renderer.text_chars < _REVEAL_BELOW:
+        gated = _gated(choice.root)
+        if gated is not None:
+            renderer = Renderer(head.base, whole_body=choice.whole_body,
+                                code_default=code_language_default or "",
+                                drop_elements=choice.widgets, shown=gated)
+            markdown = _tidy(renderer.markdown(choice.root, choice.before))
     title = head.title or head.og_title
     if not title:
         h1 = next(doc.iter("h1"), None)

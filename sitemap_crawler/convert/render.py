@@ -32,6 +32,7 @@ from sitemap_crawler.convert.shapes import (
     label_of,
     tab_panels,
 )
+from sitemap_crawler.convert.signals import hidden_style
 
 # Elements that are never content, even inside <main>: nav (breadcrumbs, prev/next, TOC) and
 # footer ("last updated", "edit this page") are there too, so that they do not move the
@@ -128,8 +129,9 @@ class Renderer:
     """One conversion: walk an lxml subtree, collect markdown lines, links and text."""
 
     def __init__(self, base: str, *, whole_body: bool, code_default: str = "",
-                 drop_elements: set[Any] | None = None) -> None:
+                 drop_elements: set[Any] | None = None, shown: Any = None) -> None:
         self.base = base
+        self.shown = shown  # a block hidden by its style that is rendered all the same
         self.drop = BOILERPLATE if whole_body else NEVER
         self.nav_roles = BODY_NAV_ROLES if whole_body else NAV_ROLES
         self.code_default = code_default
@@ -251,9 +253,8 @@ class Renderer:
             return role != "tabpanel" and el not in self.panel_labels
         if role and role in self.nav_roles:
             return True
-        style = attrib.get("style")
-        if style and "display:none" in style.replace(" ", "").lower():
-            return role != "tabpanel" and el not in self.panel_labels
+        if hidden_style(el):
+            return role != "tabpanel" and el not in self.panel_labels and el is not self.shown
         cls = attrib.get("class")
         if cls and tag in ("a", "span", "td", "div") and is_gutter(cls):
             return True
@@ -536,8 +537,7 @@ class Renderer:
         cls = attrib.get("class")
         if cls and is_gutter(cls):
             return True
-        style = attrib.get("style")
-        return bool(style) and "display:none" in style.replace(" ", "").lower()
+        return hidden_style(el)
 
     def _pre_walk(self, el: Any, out: list[str], depth: int = 0) -> None:
         if depth > _MAX_DEPTH:  # pathological nesting: the text, without recursion

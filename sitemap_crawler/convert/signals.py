@@ -100,6 +100,19 @@ _SLUG_ID_TAGS = frozenset({"h1", "h2", "h3", "h4", "h5", "h6", "dt", "section", 
                            "li", "p", "code", "table", "figure"})
 
 
+def hidden_style(el: Any) -> bool:
+    """An inline style that hides the element: ``display:none``, or ``visibility:hidden``
+    unless it is a panel its trigger opens (an accordion's ``aria-labelledby`` region)."""
+    style = el.get("style")
+    if not style:
+        return False
+    style = style.replace(" ", "").lower()
+    if "display:none" in style:
+        return True
+    return "visibility:hidden" in style and el.get("aria-labelledby") is None and \
+        el.get("role") not in ("region", "tabpanel")
+
+
 HEADING_TAGS = frozenset({"h1", "h2", "h3", "h4", "h5", "h6"})
 
 
