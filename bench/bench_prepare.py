@@ -1,13 +1,16 @@
 """The prepare benchmark: 1,000,000 URLs in a sitemap index, ours beside ultimate-sitemap-parser.
 
     python -m bench.bench_prepare [--files 20] [--per-file 50000] [--workdir DIR]
-                                  [--rounds 3] [--usp-rounds 3]
+                                  [--rounds 3] [--usp-rounds 3] [--shape plain|varied]
+                                  [--gzip]
 
 Writes a sitemap index of ``files`` x ``per_file`` URLs (with lastmod, changefreq, priority),
 serves it with nginx on 127.0.0.1, then in one run measures, each in a fresh process:
 ``sitemap-crawler prepare`` (fetch, parse, filter, dedupe, write tickets) and
 ultimate-sitemap-parser listing the same URLs — wall time and peak RSS of the process.
 Rounds alternate between the two tools, so a busy moment of the machine hits both.
+``--shape varied``: longer paths of many lengths (``/guide/deploy-backup-notes-0000001.html``);
+``--gzip``: the urlset files gzipped (bench/site.py ``make_big_sitemap``).
 
 Each prepare round writes into an output directory of its own, and the directories are
 deleted only at the end.  Deleting the last round's 10,000 tickets just before the next
@@ -59,6 +62,8 @@ def main() -> None:
     ap.add_argument("--workdir", type=Path, default=None)
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--usp-rounds", type=int, default=3)
+    ap.add_argument("--shape", choices=("plain", "varied"), default="plain")
+    ap.add_argument("--gzip", action="store_true")
     a = ap.parse_args()
     work = a.workdir or Path(tempfile.mkdtemp(prefix="bench-prepare-"))
     root = work / "site"
@@ -66,9 +71,11 @@ def main() -> None:
     nginx = Nginx(root)
     base = nginx.start()
     try:
-        bench_site.make_big_sitemap(root, files=a.files, per_file=a.per_file, base_url=base)
+        bench_site.make_big_sitemap(root, files=a.files, per_file=a.per_file, base_url=base,
+                                    shape=a.shape, gzipped=a.gzip)
         cfg = work / "config.yaml"
-        print(json.dumps({"event": "start", "urls": a.files * a.per_file,
+        print(json.dumps({"event": "start", "urls": a.files * a.per_file, "shape": a.shape,
+                          "gzip": a.gzip,
                           "loadavg_1m": round(os.getloadavg()[0], 2)}), flush=True)
         for i in range(max(a.rounds, a.usp_rounds)):
             if i < a.rounds:
