@@ -29,6 +29,7 @@ from __future__ import annotations
 import contextlib
 import math
 from collections.abc import Callable, Collection, Iterable, Iterator
+from hashlib import blake2b
 from pathlib import Path
 from typing import Any
 
@@ -108,11 +109,18 @@ class KnownUrls:
         return len(self._f.keys)
 
     def find(self, url: str) -> int | None:
-        """The slot of a listed URL (marked listed), or None if the index does not hold it."""
-        slot = self._f.find(url_key(url))
-        if slot is not None:
-            self._listed[slot] = 1
-        return slot
+        """The slot of a listed URL (marked listed), or None if the index does not hold it.
+        ``url_key`` and ``Fields.find`` inline: called once per listed URL."""
+        f = self._f
+        key = int.from_bytes(blake2b(url.encode(), digest_size=8).digest(), "little")
+        table, keys, mask = f.table, f.keys, f.mask
+        j = key & mask
+        while slot := table[j]:
+            if keys[slot - 1] == key:
+                self._listed[slot - 1] = 1
+                return slot - 1
+            j = (j + 1) & mask
+        return None
 
     def empty(self, slot: int) -> bool:
         """An entry with no fields at all (prepare's ``if prior:`` is false for it)."""

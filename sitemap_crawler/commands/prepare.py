@@ -665,7 +665,8 @@ class _Prepare:
         keys = normalize_urls(urls, cols.origin())
         known = self.seen.add_many(keys)
         queued = self.queued if self.queued_any else None
-        if idx or self.s.max_urls_per_site or queued is not None or known:
+        judging = bool(idx) or bool(self.s.max_urls_per_site)  # a decision per URL
+        if judging or queued is not None or known:
             keep = [True] * len(urls)
             for i in known:
                 keep[i] = False
@@ -673,14 +674,14 @@ class _Prepare:
                 if not new:
                     res.duplicates += 1
                     self.excluded.add(urls[i], "duplicate")
-                elif idx or self.s.max_urls_per_site:  # a decision per URL: planner, cap
+                elif judging:  # planner, cap
                     if queued is not None and keys[i] in queued:
                         res.already_queued += 1
                     elif (judged := self._judge(urls[i], cols.lastmods[i],
                                                 cols.changefreqs[i], cols.priorities[i],
                                                 idx, planner)) is not None:
                         self._plan(cols.entry(i), idx, planner, tickets, 0, judged)
-            if idx or self.s.max_urls_per_site:
+            if judging:
                 return
             if queued is not None:
                 for i, new in enumerate(keep):
@@ -725,7 +726,7 @@ class _Prepare:
         Fields, not an Entry: a million fresh URLs need no Entry made."""
         res = self.res
         if isinstance(idx, KnownUrls):
-            slot = idx.find(url) if idx else None
+            slot = idx.find(url)
             if slot is None:
                 return True, 0.0, None
             if self.round_at is not None and idx.done_in_round(slot):

@@ -18,13 +18,15 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sitemap_crawler.config import Site
-from sitemap_crawler.discover.links import LinkRules
 from sitemap_crawler.errors import CrawlError
 from sitemap_crawler.protocol.hostgate import host_key
 from sitemap_crawler.protocol.state import StateDir
+
+if TYPE_CHECKING:  # links.py needs lxml: prepare without link following does not import it
+    from sitemap_crawler.discover.links import LinkRules
 
 MANIFEST_HOSTS = "hosts"
 MAX_HOSTS = 10_000  # a manifest's list beyond this is not read (a bounded input)
