@@ -635,12 +635,13 @@ def write_base_stream(state: StateDir, entries: Iterable[tuple[str, Entry]],
         if not done:
             unlink_quiet(tmp)
     digest = h.hexdigest()
-    keys = array("Q", sorted(judged.keys))
-    atomic_write(state.root / KEYS_FILE, digest.encode() + b"\n" + keys.tobytes(),
-                 before_replace=check)
-    del keys
     fields.write(state.root, judged, target, digest, size, check)
-    _write_list(state, [], check, base=(len(judged.keys), size, digest))
+    keys = judged.keys
+    del judged  # the other columns, before the sort's Python ints (~36 bytes a URL)
+    atomic_write(state.root / KEYS_FILE,
+                 digest.encode() + b"\n" + array("Q", sorted(keys)).tobytes(),
+                 before_replace=check)
+    _write_list(state, [], check, base=(len(keys), size, digest))
 
 
 def url_key(url: str) -> int:
