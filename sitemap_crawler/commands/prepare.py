@@ -57,7 +57,7 @@ import orjson
 
 from sitemap_crawler.commands.known import KnownUrls
 from sitemap_crawler.commands.plan import Planner
-from sitemap_crawler.commands.scope import MANIFEST_HOSTS, MAX_HOSTS, hosts_of, manifest_hosts
+from sitemap_crawler.commands.scope import MANIFEST_HOSTS, MAX_HOSTS, manifest_hosts
 from sitemap_crawler.config import Settings, Site
 from sitemap_crawler.convert.output import OutputLayout
 from sitemap_crawler.convert.removal import remove_output, returning, tombstone
@@ -289,13 +289,12 @@ class _Tickets:
 
     def _put(self, entries: list[dict[str, Any]]) -> None:
         """One ticket per host among ``entries`` (tickets.py T9)."""
-        for tag, group in by_host(entries):
+        for tag, group in by_host(entries, None if self.res.dry_run else self.hosts):
             self.written += 1
             if not self.hold_counted:
                 self.res.tickets += 1
             if self.res.dry_run:
                 continue
-            self.hosts |= hosts_of(e["url"] for e in group)
             ticket: dict[str, Any] = {
                 "ticket_id": f"{self.run}-{self.written:05d}{HOST_MARK}{tag}",
                 "site": self.site.name, "created_at": self.now, "last_seen": self.now,

@@ -46,21 +46,6 @@ def manifest_hosts(manifest: dict[str, Any]) -> set[str]:
     return {h for h in got if isinstance(h, str) and h}
 
 
-def hosts_of(urls: Iterable[str]) -> set[str]:
-    """The host keys of ``urls``; one parse per run of URLs on one origin (prepare)."""
-    out: set[str] = set()
-    origin = None
-    for u in urls:
-        if origin is not None and u.startswith(origin):
-            continue
-        try:
-            out.add(host_key(u))
-        except ValueError:
-            continue
-        origin = u[:u.find("/", u.find("//") + 2) + 1] or None
-    return out
-
-
 class TicketScope:
     """The URLs a worker takes from this site's tickets."""
 
