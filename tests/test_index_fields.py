@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 import shutil
+import sys
 from pathlib import Path
 
 from sitemap_crawler.commands.known import KnownUrls
@@ -124,7 +125,8 @@ def _usable(state: StateDir) -> bool:
 
 def test_a_fields_file_is_not_trusted_for_another_base(tmp_path):
     """I7: a fields file of another base, a base changed by hand, a file cut short or with
-    bytes after its end, or none at all (an earlier version's output): the index is streamed."""
+    bytes after its end, of the other byte order, or none at all (an earlier version's
+    output): the index is streamed."""
     state = _state(tmp_path / "a")
     other = _state(tmp_path / "b", 401)
     path = tmp_path / "a" / fields.FIELDS_FILE
@@ -136,6 +138,9 @@ def test_a_fields_file_is_not_trusted_for_another_base(tmp_path):
     assert not _usable(state)
     path.write_bytes(good + b"\0")
     assert not _usable(state)
+    other_order = b'"big"' if sys.byteorder == "little" else b'"little"'
+    path.write_bytes(good.replace(f'"{sys.byteorder}"'.encode(), other_order, 1))
+    assert not _usable(state)  # written on a machine of the other byte order
     path.unlink()
     assert not _usable(state)
     path.write_bytes(good)

@@ -12,7 +12,8 @@ lines it needs whole (the tickets' priors) by offset.
 * I7. The fields file is used only for the base it was written for: its header names the
   base's digest, byte size and the digest of its last bytes, and it is trusted only when
   the digest is the one the segment list records, the base file has that size and those
-  last bytes, and the file is as long as its header says.  Anything else: ignored, and the
+  last bytes, the file is as long as its header says and was written on a machine of the
+  same byte order (the columns are raw arrays).  Anything else: ignored, and the
   base is streamed as before (an output directory of an earlier version has none).  It is
   deleted before a new base replaces the old one and written after it, before the list
   (index.py): a crash in between leaves none, or one naming a digest no list records.
@@ -28,6 +29,7 @@ import contextlib
 import hashlib
 import math
 import os
+import sys
 from array import array
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -145,7 +147,8 @@ def write(root: Path, fields: Fields, base: Path, digest: str, size: int,
     """The fields file of the base just written (I7), atomically (tmp + rename, as
     fsutil.atomic_write), the columns written from the arrays with no copy of them."""
     fields.index()
-    head = orjson.dumps({"base_hash": digest, "base_bytes": size, "n": len(fields.keys),
+    head = orjson.dumps({"order": sys.byteorder, "base_hash": digest, "base_bytes": size,
+                         "n": len(fields.keys),
                          "table": len(fields.table), "tail": base_tail(base, size)})
     target = root / FIELDS_FILE
     tmp = tmp_name(target)
@@ -184,7 +187,8 @@ def read(root: Path, base: Path, listed: dict[str, Any]) -> Fields | None:
                 return None
             head = orjson.loads(f.readline())
             n, tsize, size = int(head["n"]), int(head["table"]), int(head["base_bytes"])
-            if (not listed.get("base_hash") or head["base_hash"] != listed["base_hash"]
+            if (head.get("order") != sys.byteorder  # the columns are this machine's
+                    or not listed.get("base_hash") or head["base_hash"] != listed["base_hash"]
                     or n != listed.get("base_entries") or size != listed.get("base_bytes")
                     or tsize < 2 or tsize & (tsize - 1) or tsize < 2 * n
                     or os.stat(base).st_size != size or base_tail(base, size) != head["tail"]):
