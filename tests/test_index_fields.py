@@ -82,7 +82,7 @@ def _judged(k: KnownUrls, planner: Planner, urls: list[str]) -> list:
 
 def _same_as_streamed(state: StateDir, n: int) -> KnownUrls:
     """The fields file, with the segments folded over it, judges as the streamed view."""
-    loaded = KnownUrls.load(state)
+    loaded = KnownUrls.load(state, None)
     assert loaded is not None
     streamed = KnownUrls.build(url_index.iter_view(state), None)
     assert len(loaded) == len(streamed) == len(url_index.load_view(state))
@@ -120,7 +120,30 @@ def test_the_fields_file_judges_as_the_streamed_base_with_segments_over_it(tmp_p
 
 
 def _usable(state: StateDir) -> bool:
-    return KnownUrls.load(state) is not None
+    return KnownUrls.load(state, None) is not None
+
+
+def test_an_unfinished_round_is_told_on_the_fields_file_as_on_the_strings(tmp_path):
+    """R1: ``last_crawled >= round_at`` compared as strings; on the fields file as parsed
+    stamps, and not at all (the base streamed) when a stamp is not as utcnow writes it."""
+    state = _state(tmp_path)
+    _crawl(state, [f"{HOST}/p/{i:04d}" for i in (1, 2, 3)] + [f"{HOST}/new/1"])
+    urls = [f"{HOST}/p/{i:04d}" for i in range(400)] + [f"{HOST}/new/{i}" for i in range(3)]
+    for round_at in ("2026-01-14T00:00:00Z", "2026-01-14T00:00:01Z", utcnow()):
+        loaded = KnownUrls.load(state, round_at)
+        assert loaded is not None
+        streamed = KnownUrls.build(url_index.iter_view(state), round_at)
+        done = [(u, loaded.done_in_round(s)) for u in urls if (s := loaded.find(u)) is not None]
+        want = [(u, streamed.done_in_round(s)) for u in urls
+                if (s := streamed.find(u)) is not None]
+        assert done == want
+        assert any(d for _, d in done) and not all(d for _, d in done)
+    assert KnownUrls.load(state, "2026-01-14") is None  # not a stamp as utcnow writes it
+    odd = _state(tmp_path / "odd")
+    url_index.update(odd, new_worker_id(), lambda w: False,
+                     lambda idx: idx[f"{HOST}/p/0001"].update(last_crawled="2026-01-05 10:00"))
+    assert KnownUrls.load(odd, None) is not None
+    assert KnownUrls.load(odd, "2026-01-14T00:00:00Z") is None
 
 
 def test_a_fields_file_is_not_trusted_for_another_base(tmp_path):
@@ -163,7 +186,7 @@ def test_a_base_line_not_where_the_fields_file_says_is_not_read_as_its_url(tmp_p
     assert len(lines[a]) == len(lines[b]) and b'/p/0100"' in lines[a]
     lines[a], lines[b] = lines[b], lines[a]
     state.index_path.write_bytes(b"".join(lines))
-    k = KnownUrls.load(state)
+    k = KnownUrls.load(state, None)
     assert k is not None  # no segment touches those URLs yet
     try:
         dict(k.view(state, {f"{HOST}/p/0100"}))
@@ -171,4 +194,4 @@ def test_a_base_line_not_where_the_fields_file_says_is_not_read_as_its_url(tmp_p
     except fields.Stale:
         pass
     _crawl(state, [f"{HOST}/p/0100"])  # now the fold reads that line: the fields are not used
-    assert KnownUrls.load(state) is None
+    assert KnownUrls.load(state, None) is None

@@ -11,8 +11,9 @@ Two ways to get them:
 
 * :meth:`KnownUrls.load`: the fields file a compaction wrote beside the base (fields.py I7),
   read with ``array.fromfile``, with the segments written since folded over it.  A prepare of
-  a million URLs no longer parses the 364 MB base (3.6-3.8 s of CPU).  Not for an unfinished
-  round (R1 compares ``last_crawled`` as strings: the file holds it parsed).
+  a million URLs no longer parses the 364 MB base (3.6-3.8 s of CPU).  For an unfinished
+  round (R1 compares ``last_crawled`` as strings) only when every stamp is as utcnow writes
+  it, whose string order is its time's: the file holds them parsed.
 * :meth:`KnownUrls.build`: the index streamed once (protocol/index.py ``merged_stream``),
   when there is no fields file for this base, or it is stale, or a base line is (I8).
 
@@ -36,7 +37,7 @@ from typing import Any
 from sitemap_crawler.commands.plan import Decision, Planner
 from sitemap_crawler.protocol import fields as base_fields
 from sitemap_crawler.protocol import index as url_index
-from sitemap_crawler.protocol.fields import FAILED, IN_ROUND, REMOVED, Fields, Stale
+from sitemap_crawler.protocol.fields import FAILED, IN_ROUND, ODD_STAMP, REMOVED, Fields, Stale
 from sitemap_crawler.protocol.index import url_key
 from sitemap_crawler.protocol.state import StateDir
 
@@ -46,7 +47,7 @@ Entry = dict[str, Any]
 class KnownUrls:
     """The url-index's URLs, by key, with the fields of the due judgement (module doc)."""
 
-    __slots__ = ("_base", "_f", "_listed", "_n_base", "_urls")
+    __slots__ = ("_base", "_f", "_listed", "_n_base", "_round", "_urls")
 
     def __init__(self, f: Fields, base: Path | None = None) -> None:
         self._f = f
@@ -54,6 +55,7 @@ class KnownUrls:
         self._n_base = len(f.keys)  # slots beyond: URLs only the segments hold
         self._urls: dict[int, str] = {}  # those slots' URLs
         self._listed = bytearray()
+        self._round: float | None = None  # R1 on the stamp column (fields file), else flags
 
     @classmethod
     def build(cls, entries: Iterable[tuple[str, Entry]], round_at: str | None) -> KnownUrls:
@@ -70,13 +72,19 @@ class KnownUrls:
         return k
 
     @classmethod
-    def load(cls, state: StateDir) -> KnownUrls | None:
+    def load(cls, state: StateDir, round_at: str | None) -> KnownUrls | None:
         """From the fields file, the segments folded over it; None: I7 or I8 does not hold
-        (the caller streams the index).  Under the index lock (``merged_stream``)."""
+        (the caller streams the index), or R1's string comparison with ``round_at`` cannot
+        be made on parsed stamps (a stamp not as utcnow writes it).  Under the index lock
+        (``merged_stream``)."""
+        at = None if round_at is None else base_fields.stamp(round_at)
+        if round_at is not None and not at:
+            return None
         f = url_index.base_fields(state)
         if f is None:
             return None
         k = cls(f, state.index_path)
+        k._round = at
         try:
             with k._lines() as entry:
                 for url, e in url_index.fold_over(state, entry):
@@ -90,6 +98,8 @@ class KnownUrls:
                     else:
                         f.set(slot, e)
         except Stale:
+            return None
+        if at is not None and any(fl & ODD_STAMP for fl in f.flags):
             return None
         k._listed = bytearray(len(f.keys))
         return k
@@ -127,6 +137,10 @@ class KnownUrls:
         return not self._f.flags[slot] & base_fields.ANY
 
     def done_in_round(self, slot: int) -> bool:
+        """Crawled since the unfinished round began (R1: ``last_crawled >= round_at`` as
+        strings; on the fields file as parsed stamps, which sort alike)."""
+        if self._round is not None:
+            return self._f.stamp[slot] >= self._round
         return bool(self._f.flags[slot] & IN_ROUND)
 
     def decide(self, planner: Planner, lastmod: str | None, changefreq: str | None,

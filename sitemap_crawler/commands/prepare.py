@@ -511,10 +511,8 @@ class _Prepare:
 
     def _known_fields(self) -> KnownUrls | None:
         """The compact index from the fields file a compaction wrote (known.py), or None:
-        streamed.  Not for an unfinished round (R1 compares ``last_crawled`` as strings)."""
-        if self.round_at is not None:
-            return None
-        self.compact = KnownUrls.load(self.state)
+        streamed."""
+        self.compact = KnownUrls.load(self.state, self.round_at)
         return self.compact
 
     def _fill_priors(self) -> None:

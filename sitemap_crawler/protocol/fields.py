@@ -29,6 +29,7 @@ import contextlib
 import hashlib
 import math
 import os
+import re
 import sys
 from array import array
 from collections.abc import Callable, Iterator
@@ -41,29 +42,47 @@ from sitemap_crawler.protocol.fsutil import fsync_dir, replace_file, tmp_name, u
 from sitemap_crawler.timestamps import parse_ts
 
 FIELDS_FILE = "url-index.fields"
-_MAGIC = b"sitemap-crawler url-index.fields 1\n"
+_MAGIC = b"sitemap-crawler url-index.fields 2\n"
 _TAIL = 4096  # the base's last bytes, digested in the header (I7)
 # flags of an entry
-ANY, REMOVED, FAILED, IN_ROUND = 1, 2, 4, 8
+ANY, REMOVED, FAILED, IN_ROUND, ODD_STAMP = 1, 2, 4, 8, 16
+# A stamp as utcnow writes it, valid: such stamps sort as strings as they do in time, so
+# R1's string comparison (known.py) can be made on the parsed column ``stamp``.
+_STAMP = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}T([01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9]Z")
 # (name, typecode) of the columns, in file order; the table follows them
 _COLUMNS = (("keys", "Q"), ("offsets", "q"), ("crawled", "d"), ("cf", "d"), ("size", "q"),
-            ("flags", "B"))
+            ("stamp", "d"), ("flags", "B"))
 
 
 class Stale(Exception):
     """A base line that is not the one the fields file promised (I8)."""
 
 
-def judged(entry: dict[str, Any]) -> tuple[int, float, float, int]:
-    """(flags, last crawl as epoch seconds or NaN, change_frequency, size) of an entry: what
-    the planner reads (plan.py ``decide_at``).  IN_ROUND is the caller's (known.py)."""
+def judged(entry: dict[str, Any]) -> tuple[int, float, float, int, float]:
+    """(flags, last crawl as epoch seconds or NaN, change_frequency, size, stamp) of an
+    entry: what the planner reads (plan.py ``decide_at``), and ``last_crawled`` as R1
+    compares it (:func:`stamp`).  IN_ROUND is the caller's (known.py)."""
     removed = entry.get("removed")
     flags = (ANY if entry else 0) | (REMOVED if removed else 0) \
         | (FAILED if entry.get("failed") else 0)
     lc = entry.get("last_crawled")
     t = parse_ts(lc) if entry and lc and not removed else None
+    st = stamp(lc)
+    if st is None:
+        flags |= ODD_STAMP
     return (flags, math.nan if t is None else t, _number(entry.get("change_frequency"), float),
-            _number(entry.get("size"), int))
+            _number(entry.get("size"), int), math.nan if st is None else st)
+
+
+def stamp(value: Any) -> float | None:
+    """``last_crawled`` for R1's ``(lc or "") >= round_at``: epoch seconds of a stamp as
+    utcnow writes it, 0.0 for none (``""``: before any stamp), None for any other value
+    (its string order is not its time's)."""
+    if not value:
+        return 0.0
+    if not isinstance(value, str) or not _STAMP.fullmatch(value):
+        return None
+    return parse_ts(value)
 
 
 def _number(v: Any, kind: type) -> Any:
@@ -83,21 +102,24 @@ class Fields:
         self.crawled = array("d")
         self.cf = array("d")
         self.size = array("q")
+        self.stamp = array("d")
         self.flags = array("B")
         self.table = array("I", [0])
         self.mask = 0
 
     def add(self, key: int, offset: int, entry: dict[str, Any], extra: int = 0) -> None:
-        flags, crawled, cf, size = judged(entry)
+        flags, crawled, cf, size, st = judged(entry)
         self.keys.append(key)
         self.offsets.append(offset)
         self.flags.append(flags | extra)
         self.crawled.append(crawled)
         self.cf.append(cf)
         self.size.append(size)
+        self.stamp.append(st)
 
     def set(self, slot: int, entry: dict[str, Any], extra: int = 0) -> None:
-        self.flags[slot], self.crawled[slot], self.cf[slot], self.size[slot] = judged(entry)
+        (self.flags[slot], self.crawled[slot], self.cf[slot], self.size[slot],
+         self.stamp[slot]) = judged(entry)
         self.flags[slot] |= extra
 
     def index(self) -> None:
