@@ -58,8 +58,10 @@ import json, resource, subprocess, sys, time
 t0 = time.perf_counter()
 r = subprocess.run(sys.argv[1:], capture_output=True, text=True)
 wall = time.perf_counter() - t0
-rss = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+use = resource.getrusage(resource.RUSAGE_CHILDREN)
+rss = use.ru_maxrss
 print(json.dumps({"rc": r.returncode, "seconds": wall, "max_rss_kib": rss,
+                  "cpu": use.ru_utime + use.ru_stime,
                   "stdout": r.stdout[-4000:], "stderr": r.stderr[-2000:]}))
 """
 
@@ -244,6 +246,9 @@ def one(where: Path, n: int, changed: int, base: str, real: list[str], source: s
            "changed": changed,
            "prepare_s": round(prep["seconds"], 2),
            "prepare_rss_mib": round(prep["max_rss_kib"] / 1024, 1),
+           "prepare_cpu_s": round(prep["cpu"], 2), "work_cpu_s": round(work["cpu"], 2),
+           "noop_prepare_cpu_s": round(noop["cpu"], 2),
+           "loadavg_1m": round(os.getloadavg()[0], 2),
            "work_s": round(work["seconds"], 2),
            "work_state_bytes_written": wbytes, "work_state_files_written": wfiles,
            "work_rss_mib": round(work["max_rss_kib"] / 1024, 1),

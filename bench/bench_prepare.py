@@ -1,13 +1,21 @@
 """The prepare benchmark: 1,000,000 URLs in a sitemap index, ours beside ultimate-sitemap-parser.
 
     python -m bench.bench_prepare [--files 20] [--per-file 50000] [--workdir DIR]
-                                  [--rounds 3] [--usp-rounds 3]
+                                  [--rounds 3] [--usp-rounds 3] [--shape plain|varied]
+                                  [--gzip] [--request-delay 0]
 
 Writes a sitemap index of ``files`` x ``per_file`` URLs (with lastmod, changefreq, priority),
 serves it with nginx on 127.0.0.1, then in one run measures, each in a fresh process:
 ``sitemap-crawler prepare`` (fetch, parse, filter, dedupe, write tickets) and
 ultimate-sitemap-parser listing the same URLs — wall time and peak RSS of the process.
 Rounds alternate between the two tools, so a busy moment of the machine hits both.
+``--shape varied``: longer paths of many lengths (``/guide/deploy-backup-notes-0000001.html``);
+``--gzip``: the urlset files gzipped (bench/site.py ``make_big_sitemap``).
+
+``--request-delay`` (seconds, default 0): prepare's politeness between its requests to the
+site.  Discovery takes the host gate like the workers (issue 18), so with the config's
+default of 1 s a prepare of 21 sitemap files waits ~21 s whatever it costs, and
+ultimate-sitemap-parser waits for nothing; runs before issue 22's third round used 1 s.
 
 Each prepare round writes into an output directory of its own, and the directories are
 deleted only at the end.  Deleting the last round's 10,000 tickets just before the next
@@ -59,6 +67,9 @@ def main() -> None:
     ap.add_argument("--workdir", type=Path, default=None)
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--usp-rounds", type=int, default=3)
+    ap.add_argument("--shape", choices=("plain", "varied"), default="plain")
+    ap.add_argument("--gzip", action="store_true")
+    ap.add_argument("--request-delay", type=float, default=0.0)
     a = ap.parse_args()
     work = a.workdir or Path(tempfile.mkdtemp(prefix="bench-prepare-"))
     root = work / "site"
@@ -66,13 +77,16 @@ def main() -> None:
     nginx = Nginx(root)
     base = nginx.start()
     try:
-        bench_site.make_big_sitemap(root, files=a.files, per_file=a.per_file, base_url=base)
+        bench_site.make_big_sitemap(root, files=a.files, per_file=a.per_file, base_url=base,
+                                    shape=a.shape, gzipped=a.gzip)
         cfg = work / "config.yaml"
-        print(json.dumps({"event": "start", "urls": a.files * a.per_file,
+        print(json.dumps({"event": "start", "urls": a.files * a.per_file, "shape": a.shape,
+                          "gzip": a.gzip, "request_delay": a.request_delay,
                           "loadavg_1m": round(os.getloadavg()[0], 2)}), flush=True)
         for i in range(max(a.rounds, a.usp_rounds)):
             if i < a.rounds:
-                print(json.dumps(prepare_round(work, cfg, base, i)), flush=True)
+                print(json.dumps(prepare_round(work, cfg, base, i, a.request_delay)),
+                      flush=True)
             if i < a.usp_rounds:  # in a fresh process too: its peak RSS is this round's
                 rec = _measure_in_fresh_process(["usp", "--base", base])
                 print(json.dumps(rec | {"round": i + 1}), flush=True)
@@ -82,13 +96,14 @@ def main() -> None:
             shutil.rmtree(d, ignore_errors=True)
 
 
-def prepare_round(work: Path, cfg_path: Path, base: str, i: int) -> dict:
+def prepare_round(work: Path, cfg_path: Path, base: str, i: int, delay: float) -> dict:
     """One prepare in a fresh process, into a fresh output directory (module docstring)."""
     out = work / f"out-{os.getpid()}-{i + 1}"
     shutil.rmtree(out, ignore_errors=True)
     cfg = work / f"config-{i + 1}.yaml"
     cfg.write_text(yaml.safe_dump({
-        "settings": {"base_output_dir": str(out), "max_urls_per_site": 0},
+        "settings": {"base_output_dir": str(out), "max_urls_per_site": 0,
+                     "request_delay": delay},
         "sites": [{"name": "big", "source": f"{base}/sitemap.xml"}]}))
     # prepare ends with os.sync(): start each round with nothing of the previous round's
     # 10,000 tickets still to be written back

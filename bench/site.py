@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import gzip
 import json
 import os
 import random
@@ -218,12 +219,20 @@ def mutate(root: Path, fraction: float = 0.05, seed: int | None = None) -> list[
     return chosen
 
 
+_WORDS = ("install", "configure", "deploy", "backup", "network", "storage", "policy",
+          "account", "billing", "release", "notes", "security", "cluster", "metrics",
+          "upgrade", "migration", "troubleshooting", "reference", "overview", "quick")
+
+
 def make_big_sitemap(dir: Path, files: int = 20, per_file: int = 50_000, *,
-                     base_url: str) -> Path:
+                     base_url: str, shape: str = "plain", gzipped: bool = False) -> Path:
     """``files`` urlset files of ``per_file`` URLs each (default 1,000,000) under an index.
 
     Writes ``sitemap.xml`` (the index), ``sitemaps/urls-NNNN.xml`` and a ``robots.txt`` that
     points at the index.  The pages themselves are not written: this is for discovery only.
+    ``shape``: ``plain`` paths (``/guide/page-0000001.html``) or ``varied`` ones, longer and
+    of many lengths (``/guide/deploy-backup-notes-0000001.html``, issue 22); ``gzipped``:
+    the urlset files as ``.xml.gz``.
     """
     if per_file > MAX_PER_SITEMAP:
         raise ValueError("the sitemap protocol allows at most 50,000 URLs per file")
@@ -243,13 +252,19 @@ def make_big_sitemap(dir: Path, files: int = 20, per_file: int = 50_000, *,
             section = sections[n % 5]
             lastmod = _w3c(datetime.fromtimestamp(epoch - (n * 7919) % (400 * 86400), UTC))
             last = max(last, lastmod)
-            rows.append(f"<url><loc>{base_url}/{section}/page-{n:07d}.html</loc>"
+            if shape == "varied":
+                w = _WORDS
+                page = f"{w[n % 20]}-{w[n * 7 // 3 % 20]}-{w[n * 13 // 7 % 20]}-{n:07d}"
+            else:
+                page = f"page-{n:07d}"
+            rows.append(f"<url><loc>{base_url}/{section}/{page}.html</loc>"
                         f"<lastmod>{lastmod}</lastmod><changefreq>{freqs[n % 4]}</changefreq>"
                         f"<priority>0.{n % 9 + 1}</priority></url>")
             n += 1
         rows.append("</urlset>\n")
-        name = f"sitemaps/urls-{f:04d}.xml"
-        _write(root / name, "\n".join(rows).encode())
+        name = f"sitemaps/urls-{f:04d}.xml" + (".gz" if gzipped else "")
+        body = "\n".join(rows).encode()
+        _write(root / name, gzip.compress(body, 6) if gzipped else body)
         index_entries.append((f"{base_url}/{name}", last))
     _write(root / "sitemap.xml", _index(index_entries))
     _write(root / "robots.txt", _robots(base_url, "/sitemap.xml"))

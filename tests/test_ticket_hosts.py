@@ -23,3 +23,21 @@ def test_by_host_groups_as_one_urlsplit_per_url_would():
     assert got == list(want.items())
     assert len(got) == 5  # docs.example (any case, port 80/443, userinfo), :8443, [::1]:8080,
     # other.example, 127.0.0.1:5000
+    hosts: set[str] = set()
+    by_host(entries, hosts)
+    assert hosts == {host_key(u) for u in URLS}  # the hosts a prepare records (scope.py)
+
+
+def test_a_batch_of_one_origin_is_one_group_and_a_lookalike_is_not():
+    """The one-origin shortcut: every URL starts with the first one's head and a ``/``."""
+    same = [{"url": f"https://docs.example/p/{i}"} for i in range(5)]
+    hosts: set[str] = set()
+    assert by_host(same, hosts) == [("docs.example", same)] and hosts == {"docs.example"}
+    for odd in ("https://docs.example.evil/x", "https://docs.example:8443/x",
+                "https://docs.example?x=/y", "https://docs.example"):
+        mixed = [*same, {"url": odd}]
+        want: dict[str, list[str]] = {}
+        for e in mixed:
+            want.setdefault(host_tag(host_key(e["url"])), []).append(e["url"])
+        got = [(t, [e["url"] for e in g]) for t, g in by_host(mixed)]
+        assert got == list(want.items()), odd

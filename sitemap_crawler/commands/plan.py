@@ -34,6 +34,12 @@ class Decision:
     score: float = 0.0
 
 
+# The answers without a score, made once: a prepare of a million URLs gives a million
+_NEW = Decision(True, True, "new", 1e9)
+_FRESH_LASTMOD = Decision(False, False, "fresh:lastmod")
+_FRESH_CHANGEFREQ = Decision(False, False, "fresh:changefreq")
+
+
 class Planner:
     def __init__(self, settings: Settings, *, full: bool = False, now: float | None = None):
         self.settings = settings
@@ -43,10 +49,10 @@ class Planner:
     def decide(self, lastmod: str | None, changefreq: str | None, priority: float | None,
                prior: dict[str, Any] | None) -> Decision:
         if not prior or prior.get("removed") or not prior.get("last_crawled"):
-            return Decision(True, True, "new", 1e9)
+            return _NEW
         crawled = parse_ts(prior.get("last_crawled"))
         if crawled is None:
-            return Decision(True, True, "new", 1e9)
+            return _NEW
         return self.decide_at(lastmod, changefreq, priority, crawled,
                               float(prior.get("change_frequency") or 0),
                               bool(prior.get("failed")))
@@ -56,7 +62,7 @@ class Planner:
         """``decide`` from the few fields it reads (prepare's compact index, known.py);
         ``crawled`` None: never crawled, removed, or no valid ``last_crawled``."""
         if crawled is None:
-            return Decision(True, True, "new", 1e9)
+            return _NEW
         age = max(0.0, self.now - crawled)
         score = age / 86400 * 0.4 + change_frequency * 10 * 0.4 \
             + (priority if priority is not None else 0.5) * 0.2
@@ -73,9 +79,9 @@ class Planner:
         if lm is not None:
             if lm > crawled:
                 return Decision(True, False, "lastmod", score + 100)
-            return Decision(False, False, "fresh:lastmod")
+            return _FRESH_LASTMOD
         if changefreq in CHANGEFREQ_HOURS:
             if age >= CHANGEFREQ_HOURS[changefreq] * 3600:
                 return Decision(True, False, "changefreq", score)
-            return Decision(False, False, "fresh:changefreq")
+            return _FRESH_CHANGEFREQ
         return Decision(True, False, "conditional", score)

@@ -57,7 +57,7 @@ import orjson
 
 from sitemap_crawler.commands.known import KnownUrls
 from sitemap_crawler.commands.plan import Planner
-from sitemap_crawler.commands.scope import MANIFEST_HOSTS, MAX_HOSTS, hosts_of, manifest_hosts
+from sitemap_crawler.commands.scope import MANIFEST_HOSTS, MAX_HOSTS, manifest_hosts
 from sitemap_crawler.config import Settings, Site
 from sitemap_crawler.convert.output import OutputLayout
 from sitemap_crawler.convert.removal import remove_output, returning, tombstone
@@ -68,6 +68,7 @@ from sitemap_crawler.discover.urls import UrlFilter, UrlSet, normalize_url, norm
 from sitemap_crawler.errors import CrawlError, DiscoveryError
 from sitemap_crawler.fetch.decoding import ACCEPT_ENCODING
 from sitemap_crawler.protocol import index as url_index
+from sitemap_crawler.protocol.fields import Stale
 from sitemap_crawler.protocol.frontier import QUEUED
 from sitemap_crawler.protocol.fsutil import (
     RenameLock,
@@ -78,6 +79,7 @@ from sitemap_crawler.protocol.fsutil import (
 )
 from sitemap_crawler.protocol.heartbeat import Heartbeat, Observer, proven_dead
 from sitemap_crawler.protocol.hostgate import HostGate
+from sitemap_crawler.protocol.index import url_key
 from sitemap_crawler.protocol.state import EXCLUDED_FILE, StateDir, new_worker_id
 from sitemap_crawler.protocol.tickets import HOST_MARK, TicketQueue, by_host
 from sitemap_crawler.timestamps import utcnow
@@ -301,13 +303,12 @@ class _Tickets:
 
     def _put(self, entries: list[dict[str, Any]]) -> None:
         """One ticket per host among ``entries`` (tickets.py T9)."""
-        for tag, group in by_host(entries):
+        for tag, group in by_host(entries, None if self.res.dry_run else self.hosts):
             self.written += 1
             if not self.hold_counted:
                 self.res.tickets += 1
             if self.res.dry_run:
                 continue
-            self.hosts |= hosts_of(e["url"] for e in group)
             ticket: dict[str, Any] = {
                 "ticket_id": f"{self.run}-{self.written:05d}{HOST_MARK}{tag}",
                 "site": self.site.name, "created_at": self.now, "last_seen": self.now,
@@ -382,6 +383,7 @@ class _Prepare:
         self.excluded = _Excluded(self.state, enabled=False)
         self.round_at: str | None = None
         self.to_fill: dict[str, dict[str, Any]] = {}  # ticket entries whose prior is read later
+        self.compact: KnownUrls | None = None  # the compact index, when prepare uses it
 
     def run(self, progress: Callable[[str], None] | None) -> PrepareResult:
         if self.res.dry_run:
@@ -511,21 +513,39 @@ class _Prepare:
         if not whole:
             return url_index.merged_stream(
                 self.state, self.wid, self.observer.is_dead, self.site.base_dir, self._known,
-                lock_timeout=self.s.crawl_state.heartbeat_timeout)
+                lock_timeout=self.s.crawl_state.heartbeat_timeout, fast=self._known_fields)
         frontier = frontier_for(self.site, self.state) if self.rules is not None else None
         return url_index.merged_index(self.state, self.wid, self.observer.is_dead,
                                       self.site.base_dir, frontier,
                                       lock_timeout=self.s.crawl_state.heartbeat_timeout)
 
     def _known(self, entries: Iterator[tuple[str, dict[str, Any]]]) -> KnownUrls:
-        return KnownUrls.build(entries, self.round_at, normalize_url)
+        self.compact = KnownUrls.build(entries, self.round_at)
+        return self.compact
+
+    def _known_fields(self) -> KnownUrls | None:
+        """The compact index from the fields file a compaction wrote (known.py), or None:
+        streamed."""
+        self.compact = KnownUrls.load(self.state, self.round_at)
+        return self.compact
 
     def _fill_priors(self) -> None:
-        """The priors of the ticket entries judged on the compact index, read in one more
-        pass over the index (only those URLs' lines are parsed)."""
+        """The priors of the ticket entries judged on the compact index: their base lines
+        read by offset (fields file), else one more pass over the index (only those URLs'
+        lines are parsed)."""
         need, self.to_fill = self.to_fill, {}
         if not need or self.res.dry_run:
             return
+        compact = self.compact
+        if compact is not None:
+            try:
+                for url, prior in compact.view(self.state, need):
+                    if prior:  # an entry emptied meanwhile (a rebuild) carries nothing
+                        need[url]["prior"] = _carried(prior)
+                return
+            except Stale:  # I8: read by streaming instead, from scratch
+                for entry in need.values():
+                    entry.pop("prior", None)
         for url, prior in url_index.iter_view(self.state, want=need.__contains__):
             if prior:  # an entry emptied meanwhile (a rebuild) carries nothing, as before
                 need[url]["prior"] = _carried(prior)
@@ -656,7 +676,8 @@ class _Prepare:
         keys = normalize_urls(urls, cols.origin())
         known = self.seen.add_many(keys)
         queued = self.queued if self.queued_any else None
-        if idx or self.s.max_urls_per_site or queued is not None or known:
+        judging = bool(idx) or bool(self.s.max_urls_per_site)  # a decision per URL
+        if judging or queued is not None or known:
             keep = [True] * len(urls)
             for i in known:
                 keep[i] = False
@@ -664,14 +685,14 @@ class _Prepare:
                 if not new:
                     res.duplicates += 1
                     self.excluded.add(urls[i], "duplicate")
-                elif idx or self.s.max_urls_per_site:  # a decision per URL: planner, cap
+                elif judging:  # planner, cap
                     if queued is not None and keys[i] in queued:
                         res.already_queued += 1
                     elif (judged := self._judge(urls[i], cols.lastmods[i],
                                                 cols.changefreqs[i], cols.priorities[i],
                                                 idx, planner)) is not None:
                         self._plan(cols.entry(i), idx, planner, tickets, 0, judged)
-            if idx or self.s.max_urls_per_site:
+            if judging:
                 return
             if queued is not None:
                 for i, new in enumerate(keep):
@@ -716,7 +737,7 @@ class _Prepare:
         Fields, not an Entry: a million fresh URLs need no Entry made."""
         res = self.res
         if isinstance(idx, KnownUrls):
-            slot = idx.find(url) if idx else None
+            slot = idx.find(url)
             if slot is None:
                 return True, 0.0, None
             if self.round_at is not None and idx.done_in_round(slot):
@@ -786,10 +807,11 @@ class _Prepare:
 
     def _remove_unlisted(self, idx: Known) -> None:
         """URLs of the index the sources no longer list: markdown removed, tombstone kept."""
-        if isinstance(idx, KnownUrls):  # by hash, then their URLs in one more pass if any
-            keys = idx.unlisted(self.listed.holds_hash)
-            entries = (url_index.iter_view(self.state, want=lambda u: hash(u) in keys)
-                       if keys else iter(()))
+        if isinstance(idx, KnownUrls):  # by key, then their URLs by offset or in one pass
+            keys = idx.unlisted()
+            urls = idx.urls_of(keys) if keys else []
+            entries = (iter([(u, {}) for u in urls]) if urls is not None  # none removed
+                       else url_index.iter_view(self.state, want=lambda u: url_key(u) in keys))
         else:
             entries = iter(idx.items())
         gone = [u for u, e in entries

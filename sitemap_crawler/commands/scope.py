@@ -18,13 +18,15 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sitemap_crawler.config import Site
-from sitemap_crawler.discover.links import LinkRules
 from sitemap_crawler.errors import CrawlError
 from sitemap_crawler.protocol.hostgate import host_key
 from sitemap_crawler.protocol.state import StateDir
+
+if TYPE_CHECKING:  # links.py needs lxml: prepare without link following does not import it
+    from sitemap_crawler.discover.links import LinkRules
 
 MANIFEST_HOSTS = "hosts"
 MAX_HOSTS = 10_000  # a manifest's list beyond this is not read (a bounded input)
@@ -42,21 +44,6 @@ def manifest_hosts(manifest: dict[str, Any]) -> set[str]:
     if not isinstance(got, list) or len(got) > MAX_HOSTS:
         return set()
     return {h for h in got if isinstance(h, str) and h}
-
-
-def hosts_of(urls: Iterable[str]) -> set[str]:
-    """The host keys of ``urls``; one parse per run of URLs on one origin (prepare)."""
-    out: set[str] = set()
-    origin = None
-    for u in urls:
-        if origin is not None and u.startswith(origin):
-            continue
-        try:
-            out.add(host_key(u))
-        except ValueError:
-            continue
-        origin = u[:u.find("/", u.find("//") + 2) + 1] or None
-    return out
 
 
 class TicketScope:

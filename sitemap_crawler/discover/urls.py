@@ -380,8 +380,7 @@ class UrlSet:
         return self.holds_hash(hash(key))
 
     def holds_hash(self, h: int) -> bool:
-        """``hash(key) in self`` for a key hashed earlier in this process (prepare keeps the
-        hashes of the index's URLs, not the strings: commands/known.py)."""
+        """``hash(key) in self`` for a key hashed earlier in this process."""
         h = h or 1
         s = h >> 60
         table = self._tables[s]

@@ -12,6 +12,8 @@ Format (roadmap v0.4.0, extended): a **base** file and **segments** beside it::
                                "base_entries": N,
                                "base_bytes": B, "base_hash": "<blake2b>",
                                "base_id": "<new with each base>", "journals": {...}}
+    url-index.keys        the base's URLs as sorted 64-bit keys (``count``)
+    url-index.fields      the base as prepare judges it, binary (fields.py, I7-I8)
 
 The index is the base with every segment's records folded over it in name order, each
 through :func:`apply` (the newest crawl of a URL wins, fields merge), exactly as the journals
@@ -97,7 +99,7 @@ import secrets
 import tempfile
 import time
 from array import array
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Collection, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar, TypeVar
@@ -106,6 +108,7 @@ import orjson
 
 from sitemap_crawler.errors import CrawlError
 from sitemap_crawler.frontmatter import read_front_matter
+from sitemap_crawler.protocol import fields
 from sitemap_crawler.protocol.frontier import Frontier
 from sitemap_crawler.protocol.fsutil import (
     STALE_SIZE_WINDOW,
@@ -442,11 +445,13 @@ def _merge(state: StateDir, worker_id: str, is_gone: Callable[[str], bool] | Non
 
 def merged_stream(state: StateDir, worker_id: str, is_gone: Callable[[str], bool],
                   output_dir: Path | None, consume: Callable[[Iterator[tuple[str, Entry]]], T],
-                  *, lock_timeout: float = 60.0) -> T:
+                  *, lock_timeout: float = 60.0, fast: Callable[[], T | None] | None = None,
+                  ) -> T:
     """Fold the journals in, then ``consume`` the index streamed under the same lock hold
     (I1): prepare's compact form, without the whole index in memory.  A base of an earlier
     version is migrated first (I6); a corrupt base is rebuilt as ``merged_index``
-    does, and ``consume`` is given the rebuilt index (it must start afresh each call)."""
+    does, and ``consume`` is given the rebuilt index (it must start afresh each call).
+    ``fast``: tried first, under the same hold; None from it: the view is streamed."""
     def stream(lock: RenameLock) -> T:
         if _size(state.index_path) and (old_format(state.index_path)
                                         or not _read_list(state).get("base_id")):
@@ -454,6 +459,8 @@ def merged_stream(state: StateDir, worker_id: str, is_gone: Callable[[str], bool
             # from the list): rewritten once
             _compact(state, output_dir, lock.check, None, segment_files(state))
         try:
+            if fast is not None and (done := fast()) is not None:
+                return done
             return consume(_stream_view(state))
         except CrawlError:
             v = _read_view(state, output_dir, rebuild=True)  # raises again unless the base
@@ -592,22 +599,23 @@ def write_base(state: StateDir, idx: Index, check: Callable[[], None]) -> None:
 def write_base_stream(state: StateDir, entries: Iterable[tuple[str, Entry]],
                       check: Callable[[], None]) -> None:
     """The base, one JSON line per URL, written as ``entries`` come (a compaction streams
-    the view into it: a MiB of it in memory, and 8 bytes a URL for the keys file), then an
-    empty segment list with its entry count (status reads that, not a 680 MB file).  Every
+    the view into it: a MiB of it in memory, and ~50 bytes a URL for the keys and fields
+    files, written after the base and before the list, fields.py I7), then an empty
+    segment list with its entry count (status reads that, not a 680 MB file).  Every
     segment listed before is now in the base (I2).  Atomic like atomic_write (I1)."""
     target = state.index_path
     tmp = tmp_name(target)
     h = hashlib.blake2b(digest_size=16)
-    keys = array("Q")
+    judged = fields.Fields()  # prepare's form of the base (fields.py I7)
     size = 0
     done = False
     try:
         with open(tmp, "wb") as f:
             buf = bytearray()
             for url, entry in entries:
+                judged.add(url_key(url), size + len(buf), entry)
                 buf += orjson.dumps({"url": url, **entry})
                 buf += b"\n"
-                keys.append(_url_key(url))
                 if len(buf) >= _CHUNK:
                     h.update(buf)
                     f.write(buf)
@@ -619,6 +627,7 @@ def write_base_stream(state: StateDir, entries: Iterable[tuple[str, Entry]],
             f.flush()
             os.fsync(f.fileno())
         check()
+        fields.drop(state.root)  # I7: never beside a base it was not written for
         replace_file(tmp, target)
         done = True
         fsync_dir(target.parent)
@@ -626,18 +635,22 @@ def write_base_stream(state: StateDir, entries: Iterable[tuple[str, Entry]],
         if not done:
             unlink_quiet(tmp)
     digest = h.hexdigest()
-    keys = array("Q", sorted(keys))
-    atomic_write(state.root / KEYS_FILE, digest.encode() + b"\n" + keys.tobytes(),
+    fields.write(state.root, judged, target, digest, size, check)
+    keys = judged.keys
+    del judged  # the other columns, before the sort's Python ints (~36 bytes a URL)
+    atomic_write(state.root / KEYS_FILE,
+                 digest.encode() + b"\n" + array("Q", sorted(keys)).tobytes(),
                  before_replace=check)
     _write_list(state, [], check, base=(len(keys), size, digest))
 
 
-def _url_key(url: str) -> int:
+def url_key(url: str) -> int:
+    """A URL's 64-bit key, the same in every process (the keys and fields files)."""
     return int.from_bytes(hashlib.blake2b(url.encode(), digest_size=8).digest(), "little")
 
 
 def _base_keys(state: StateDir, listed: dict[str, Any]) -> array[int] | None:
-    """The sorted keys (:func:`_url_key`) of the base the list describes, from the keys file
+    """The sorted keys (:func:`url_key`) of the base the list describes, from the keys file
     (None: no keys file for this base: an earlier version's, or a crash between base and
     list)."""
     try:
@@ -696,7 +709,7 @@ def count(state: StateDir) -> int:
         n = listed.get("base_entries")
         keys = array("Q")
         for path, size in _live(state, listed):
-            keys.extend(_url_key(r["url"]) for r in iter_segment(path, size))
+            keys.extend(url_key(r["url"]) for r in iter_segment(path, size))
         if isinstance(n, int) and not keys:
             return n  # the base alone: its count is in the list
         seg = _unique_sorted(keys)
@@ -709,7 +722,7 @@ def count(state: StateDir) -> int:
             n = 0
             for u, _ in iter_entries(state.index_path):
                 n += 1
-                k = _url_key(u)
+                k = url_key(u)
                 i = bisect.bisect_left(seg, k)
                 if i < len(seg) and seg[i] == k:
                     in_base[i] = 1
@@ -819,6 +832,37 @@ def iter_view(state: StateDir, want: Callable[[str], bool] | None = None,
     base (export of a million URLs): memory holds ~16 bytes per segment record (where it
     is, :class:`_Later`) and a line of the base (I3 as for load_view)."""
     return _stream_view(state, want)
+
+
+def base_fields(state: StateDir) -> fields.Fields | None:
+    """Prepare's form of the base the segment list describes, if fields.py I7 holds."""
+    return fields.read(state.root, state.index_path, _read_list(state))
+
+
+def fold_over(state: StateDir, base_entry: Callable[[str], Entry | None],
+              want: Collection[str] | None = None) -> Iterator[tuple[str, Entry]]:
+    """``(url, entry)`` of each URL the segments hold (or of each URL of ``want`` that
+    the index holds): ``base_entry(url)`` (the base's entry, None if it has none, read by
+    offset: fields.py) with the segments' records folded over it, as :func:`_stream_view`
+    folds them, without streaming the base (I3 for the segments as there)."""
+    later = _consistently(state, lambda: _Later(_live(state),
+                                                None if want is None else want.__contains__))
+    try:
+        for url in want or ():
+            entry, recs = base_entry(url), later.take(url)
+            if entry is not None or recs:
+                yield url, _folded(url, entry, recs)
+        for url, recs in later.rest():
+            yield url, _folded(url, base_entry(url), recs)
+    finally:
+        later.close()
+
+
+def _folded(url: str, entry: Entry | None, recs: list[dict[str, Any]]) -> Entry:
+    one: Index = {} if entry is None else {url: entry}
+    for rec in recs:
+        apply(one, rec)
+    return one[url]
 
 
 def _stream_view(state: StateDir, want: Callable[[str], bool] | None = None,

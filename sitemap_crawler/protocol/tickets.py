@@ -153,20 +153,39 @@ def host_tag(host: str) -> str:
     return _TAG_RE.sub("-", host.lower())[:100]
 
 
-def by_host(entries: list[dict[str, Any]]) -> list[tuple[str, list[dict[str, Any]]]]:
+def by_host(entries: list[dict[str, Any]], hosts: set[str] | None = None,
+            ) -> list[tuple[str, list[dict[str, Any]]]]:
     """``entries`` (dicts with a ``url``) split by host tag, in order of first appearance:
-    one ticket per group (T9)."""
+    one ticket per group (T9).  ``hosts``: gets the host key of every entry (the hosts a
+    prepare queued, commands/scope.py).  A batch whose URLs all start with the first one's
+    head and a ``/`` (the common case) is one group, found without a loop per URL."""
+    if not entries:
+        return []
+    head = _head(entries[0]["url"])
+    prefix = head + "/"
+    if all(e["url"].startswith(prefix) for e in entries):  # the same head: the same host
+        key = host_key(head)
+        if hosts is not None:
+            hosts.add(key)
+        return [(host_tag(key), list(entries))]
     groups: dict[str, list[dict[str, Any]]] = {}
     tags: dict[str, str] = {}  # by the URL's head up to its path: one urlsplit per host
     for e in entries:
-        url = e["url"]
-        start = url.find("//")
-        end = url.find("/", start + 2) if start >= 0 else -1
-        head = url[:end] if end > 0 else url  # holds the whole netloc (it ends at /?#)
+        head = _head(e["url"])
         if (tag := tags.get(head)) is None:
-            tag = tags[head] = host_tag(host_key(head))
+            key = host_key(head)
+            if hosts is not None:
+                hosts.add(key)
+            tag = tags[head] = host_tag(key)
         groups.setdefault(tag, []).append(e)
     return list(groups.items())
+
+
+def _head(url: str) -> str:
+    """The URL up to its path: it holds the whole netloc (which ends at ``/?#``)."""
+    start = url.find("//")
+    end = url.find("/", start + 2) if start >= 0 else -1
+    return url[:end] if end > 0 else url
 
 
 def ticket_host(ticket_id: str) -> str | None:
