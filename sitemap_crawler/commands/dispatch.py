@@ -264,8 +264,7 @@ class Dispatcher:
                 if not h.started:
                     h.started = True
                     self._unstarted -= 1
-                if host not in self._robots_asked and \
-                        h.worker.fetcher.needs_robots(entry["url"]):
+                if host not in self._robots_asked and h.worker.robots_first(entry["url"]):
                     self._robots_asked.add(host)
                     self._submit(_Job(h, host, robots=True), entry)
                     break

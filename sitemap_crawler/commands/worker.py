@@ -405,6 +405,15 @@ class Worker:
             self.stats["failed"] += 1
             self._count(Counter({"urls": 1, "failed": 1}))
 
+    def robots_first(self, url: Any) -> bool:
+        """True if ``url`` is one this worker would fetch and its robots.txt is not known
+        yet (dispatch.py D7 asks it ahead).  A URL the scope refuses is never fetched, so
+        neither is its host's robots.txt; a URL that breaks the check is left to its job."""
+        try:
+            return not self.scope.refuses(url) and self.fetcher.needs_robots(url)
+        except Exception:
+            return False
+
     # -- one URL -----------------------------------------------------------------------------
     # The walk of a URL, top to bottom: fetch -> W1 -> decide (one step returns an Outcome)
     # -> journal record -> ticket progress.  Nothing mutates an Outcome after its step.
