@@ -233,9 +233,7 @@ class Dispatcher:
             if not h.lost and not h.worker.queue.owned(h.c):
                 h.lost = True
                 h.todo.clear()
-                if not h.started:
-                    h.started = True
-                    self._unstarted -= 1
+                self._started(h)
                 if h.running == 0:
                     self.held.remove(h)
                     h.worker.complete(h.c, lost=True)
@@ -261,9 +259,7 @@ class Dispatcher:
                 if self.busy[host] >= self.cap(h.worker, host) or \
                         h.worker.gate.free_at(host) > now:
                     break
-                if not h.started:
-                    h.started = True
-                    self._unstarted -= 1
+                self._started(h)
                 if host not in self._robots_asked and h.worker.robots_first(entry["url"]):
                     self._robots_asked.add(host)
                     self._submit(_Job(h, host, robots=True), entry)
@@ -271,6 +267,12 @@ class Dispatcher:
                 h.todo.popleft()
                 h.running += 1
                 self._submit(_Job(h, host), entry)
+
+    def _started(self, h: _Held) -> None:
+        """``h`` no longer waits for its first URL (D2 counts those that do)."""
+        if not h.started:
+            h.started = True
+            self._unstarted -= 1
 
     def _submit(self, job: _Job, entry: dict[str, Any]) -> None:
         self.busy[job.host] += 1
