@@ -281,6 +281,10 @@ class Dispatcher:
 
     def _next_ready(self) -> float:
         """Seconds until a held host's token is known to be back (D1), at most MAX_WAIT."""
+        if len(self.running) >= self.max_in_flight:
+            # no thread to give it to: wait for a thread's word (else a ready host made
+            # this loop spin, taking the GIL from the threads converting pages)
+            return MAX_WAIT
         now = time.monotonic()
         soonest = MAX_WAIT
         for h in self.held:
