@@ -408,17 +408,17 @@ def _prepare_all(sites: list[Site], full: bool) -> None:
         pool.shutdown(wait=True)
         raise
     # Every ticket is written: the work starts now.  The pool's processes still give their
-    # last tokens back when those delays are over (LINGER) and exit; the workers wait for
+    # last tokens back when those delays are over (linger) and exit; the workers wait for
     # those hosts' tokens on the gate, as for any other process's.
     pool.shutdown(wait=False)
 
 
 def _prepare_one(site: Site, full: bool) -> tuple[list[str], dict[str, int], str]:
-    from sitemap_crawler.commands import prepare as prepare_mod
+    from sitemap_crawler.commands.prepare import prepare as do_prepare
 
-    prepare_mod.LINGER = True  # a pool process: on to the next site while delays run out
-    res = prepare_mod.prepare(site, dry_run=False, full=full,
-                              progress=lambda msg: log.info(msg))
+    # linger: a pool process goes on to the next site while this one's delays run out
+    res = do_prepare(site, dry_run=False, full=full, linger=True,
+                     progress=lambda msg: log.info(msg))
     return list(res.warnings), dict(res.filtered), res.summary()
 
 

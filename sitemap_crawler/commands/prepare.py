@@ -192,7 +192,8 @@ def http_client(site: Site, gate: HostGate | None = None) -> httpx.Client:
 
 
 @contextlib.contextmanager
-def shared_gate(state: StateDir, wid: str, s: Settings) -> Iterator[HostGate]:
+def shared_gate(state: StateDir, wid: str, s: Settings, *, linger: bool = False,
+                ) -> Iterator[HostGate]:
     """The host gate every site of this .crawl-state shares (state.gate_root), with a
     heartbeat that tells others that the tokens ``wid`` holds are held by a live process
     (hostgate.py G6); tokens still waiting for their delay go back when it closes (G8)."""
@@ -205,17 +206,10 @@ def shared_gate(state: StateDir, wid: str, s: Settings) -> Iterator[HostGate]:
     try:
         yield gate
     finally:
-        if LINGER:
+        if linger:
             threading.Thread(target=_close_gate, args=(gate, hb), name="gate-linger").start()
         else:
             _close_gate(gate, hb)
-
-
-LINGER = False
-"""True in a process that prepares many sites one after another (cli.py's pool): a site's
-last tokens then go back on a thread of their own when their delays are over, while the
-process prepares the next site (before: each prepare waited out its last delay, a second
-per site at the default delay).  Non-daemon: the process joins it before it exits."""
 
 
 def _close_gate(gate: HostGate, hb: Heartbeat) -> None:
@@ -224,10 +218,15 @@ def _close_gate(gate: HostGate, hb: Heartbeat) -> None:
         hb.stop(remove=True)
 
 
-def prepare(site: Site, *, dry_run: bool = False, full: bool = False,
+def prepare(site: Site, *, dry_run: bool = False, full: bool = False, linger: bool = False,
             progress: Callable[[str], None] | None = None) -> PrepareResult:
-    """Discover ``site``'s URLs and write tickets for those due; see the module docstring."""
-    return _Prepare(site, dry_run=dry_run, full=full).run(progress)
+    """Discover ``site``'s URLs and write tickets for those due; see the module docstring.
+
+    ``linger``: for a process that prepares many sites one after another (cli.py's pool):
+    the site's last tokens go back on a thread of their own when their delays are over,
+    while the process prepares the next site (each prepare waited out its last delay, a
+    second per site at the default delay).  Non-daemon: the process joins it at exit."""
+    return _Prepare(site, dry_run=dry_run, full=full, linger=linger).run(progress)
 
 
 class _Tickets:
@@ -360,8 +359,8 @@ class _Excluded:
 class _Prepare:
     """One prepare run, in the order the module docstring gives: state, plan, admit, remove."""
 
-    def __init__(self, site: Site, *, dry_run: bool, full: bool) -> None:
-        self.site, self.s, self.full = site, site.settings, full
+    def __init__(self, site: Site, *, dry_run: bool, full: bool, linger: bool = False) -> None:
+        self.site, self.s, self.full, self.linger = site, site.settings, full, linger
         self.state = StateDir(site.state_dir)
         self.res = PrepareResult(site=site.name, dry_run=dry_run)
         self.wid = new_worker_id()
@@ -432,7 +431,8 @@ class _Prepare:
         self.queued_any = len(self.queued) > 0
         with contextlib.ExitStack() as stack:
             self.gate = (None if dry_run
-                         else stack.enter_context(shared_gate(self.state, self.wid, self.s)))
+                         else stack.enter_context(shared_gate(self.state, self.wid, self.s,
+                                                         linger=self.linger)))
             self._discover(idx, progress, res, dry_run, queue)
 
     def _discover(self, idx: Known,
