@@ -4,17 +4,19 @@ even while that mount's client still holds the old, shorter size (sshfs caches i
 from __future__ import annotations
 
 import json
+import os
+from collections.abc import Callable
 
 import orjson
 import pytest
 
 from sitemap_crawler.protocol import index as url_index
 from sitemap_crawler.protocol.fsutil import atomic_write, on_network_fs
+from sitemap_crawler.protocol.state import StateDir
 
 
 @pytest.mark.netfs
 def test_an_index_replaced_on_one_mount_is_read_whole_on_the_other(share):
-    import os
     import time
 
     a, b, kind = share
@@ -42,3 +44,29 @@ def test_a_torn_index_on_a_local_disk_is_corruption_at_once(tmp_path):
     with pytest.raises(CrawlError, match="corrupt url-index"):
         url_index.load(path)
     assert time.monotonic() - t0 < 1  # no waiting for a cache that a local disk does not have
+
+
+@pytest.mark.netfs
+def test_a_base_replaced_on_one_mount_loses_nothing_when_the_other_updates_it(share):
+    """I9: the JSON-lines base written on mount B starts with the lines of the base mount A
+    wrote and still caches, so A's stale size cuts B's base at a line's end, which parses.
+    Found in CI as a lost update (tests/test_trust_lock.py on sshfs).  A's update must fold
+    B's whole base, and A's view must hold every entry."""
+    a, b, kind = share
+    sa, sb = StateDir(a), StateDir(b)
+    sa.ensure()
+
+    def add(urls: list[str]) -> Callable[[dict], None]:
+        def fn(idx: dict) -> None:
+            for u in urls:
+                idx[u] = {"n": len(u)}
+        return fn
+
+    url_index.update(sa, "wa", lambda _w: False, add(["https://x/0"]))
+    os.stat(a / "url-index.json")  # mount A now caches the small base's size
+    more = [f"https://x/{i:04d}" for i in range(1, 200)]  # sorted after x/0: same first line
+    url_index.update(sb, "wb", lambda _w: False, add(more))
+    url_index.update(sa, "wa", lambda _w: False, add(["https://x/zzz"]))
+    want = {"https://x/0", "https://x/zzz", *more}
+    assert set(url_index.load_view(sa)) == want, kind
+    assert set(url_index.load_view(sb)) == want, kind

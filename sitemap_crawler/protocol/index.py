@@ -71,6 +71,10 @@ Invariants:
   next prepare too, so ``status`` counts from the list.  A base line cut short (no newline
   at the end) is corruption, rebuilt like any corrupt base; a cut exactly at a line's end
   is caught on a share by the digest check of ``_settled_base``, not by ``load``.
+* I9. A writer or reader that reads the base whole (:func:`_read_view`) takes it only with
+  the digest the segment list records for it (:func:`_load_base`): on a share a client's
+  stale size can cut the new base at a line's end, which parses.  ``_settled_base`` does
+  the same for the streaming readers.
 * J2. A journal is deleted only after the segment holding its records is in place, when its
   worker is gone (closed journal, or ``is_gone``), **and while no ticket is claimed under
   that worker's id** (``claimed/*_<w>.json``): the reclaimer (tickets.py T5) reads the
@@ -155,6 +159,49 @@ def load(path: Path) -> Index:
         return read_settled(path, lambda raw: parse_base(path, raw))  # S1: a stale size
     except FileNotFoundError:
         return {}
+    except ValueError as e:
+        raise CrawlError(f"{path}: corrupt url-index ({e})") from None
+
+
+class _Replaced(FileNotFoundError):
+    """The base was replaced after the list was read: the whole read starts again (I3)."""
+
+
+def _load_base(state: StateDir, listed: dict[str, Any]) -> Index:
+    """The base the segment list ``listed`` describes, whole (I9).
+
+    On a share, a client that wrote or read the base within its attribute cache's time
+    (sshfs: 20 s) may serve the next base cut at the old file's size; with JSON lines a
+    cut at a line's end parses, so a size check of the content cannot see it, and a writer
+    that folded such a read would write a base without another machine's entries (seen on
+    the sshfs mounts: a lost update).  So the bytes must have the digest the list records;
+    read again until they do, for at most S1's window.  A list that names another base
+    by now means a compaction replaced it: the whole read starts again.  A mismatch that
+    stays is a crash between base and list (I6) and the base is taken as it is: at once on
+    a local disk, which has no stale cache."""
+    path = state.index_path
+    want = listed.get("base_hash")
+    if not want:  # an earlier version's base, or none: no digest to check against
+        return load(path)
+    deadline = time.monotonic() + STALE_SIZE_WINDOW
+    pause = 0.1
+    while True:
+        try:
+            raw: bytes | None = path.read_bytes()
+        except FileNotFoundError:
+            raw = None  # a share's cached "missing" looks the same as a replace under way
+        if raw is not None and _digest(raw) == want:
+            break
+        if _read_list(state).get("base_id") != listed.get("base_id"):
+            raise _Replaced(path)
+        if time.monotonic() >= deadline or not on_network_fs(path):
+            if raw is None:
+                return {}
+            break
+        time.sleep(pause)
+        pause = min(pause * 2, 2.0)
+    try:
+        return parse_base(path, raw)
     except ValueError as e:
         raise CrawlError(f"{path}: corrupt url-index ({e})") from None
 
@@ -295,12 +342,13 @@ def _read_view(state: StateDir, output_dir: Path | None, *, rebuild: bool) -> _V
     """Base + segments, read consistently (I3); ``rebuild``: a corrupt base is set aside and
     rebuilt (writers, under the lock) instead of raising."""
     def read() -> _View:
-        live = _live(state)
+        listed = _read_list(state)
+        live = _live(state, listed)
         rebuilt = False
         if rebuild:
-            idx, rebuilt = _load_or_rebuild(state, output_dir)
+            idx, rebuilt = _load_or_rebuild(state, output_dir, listed)
         else:
-            idx = load(state.index_path)
+            idx = _load_base(state, listed)
         for path, size in live:
             for rec in iter_segment(path, size):
                 apply(idx, rec)
@@ -318,9 +366,10 @@ def load_or_rebuild(state: StateDir, output_dir: Path | None) -> Index:
     return _read_view(state, output_dir, rebuild=True).idx
 
 
-def _load_or_rebuild(state: StateDir, output_dir: Path | None) -> tuple[Index, bool]:
+def _load_or_rebuild(state: StateDir, output_dir: Path | None,
+                     listed: dict[str, Any]) -> tuple[Index, bool]:
     try:
-        return load(state.index_path), False
+        return _load_base(state, listed), False
     except CrawlError as e:
         log.warning("%s; rebuilding it from the markdown files' front matter and the journals", e)
         aside = state.index_path.with_name(f"url-index.corrupt.{os.getpid()}.json")
