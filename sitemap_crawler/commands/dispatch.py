@@ -18,7 +18,9 @@ Invariants (D1-D7, with tickets.py T1-T9, hostgate.py G1-G8, journal.py J1-J4):
   this process: fewer than :meth:`Dispatcher.cap` of its URLs running (1 when the host has a
   delay, else ``max_parallel_per_host`` split over the local worker processes; 1 as well
   until a URL of the host came back without a failure, and while it fails: a host that is
-  down gets one URL at a time, so patience gives it up as early as before) and its
+  down gets one URL at a time, so patience gives it up as early as before; a host whose
+  robots.txt answered (D7) but no page yet gets at most ``patience`` at once, as many as
+  patience would spend on it anyway) and its
   token known to be back (``HostGate.free_at``, G8).  So while host A's delay runs, the
   threads fetch from B, C, ...; the gate still decides every request (F1), across
   processes and machines.
@@ -143,6 +145,7 @@ class _Job:
     host: str
     fetched: bool = False
     robots: bool = False
+    answered: bool = False  # a robots job: the host answered it (D1 counts that as proof)
 
 
 @dataclass
@@ -175,6 +178,7 @@ class Dispatcher:
         self._held_tags: dict[str | None, bool] = {}
         self._turn = 0  # the site tried first for the next claim (round robin)
         self._proven: set[str] = set()  # hosts that answered a URL without a failure
+        self._robots_ok: set[str] = set()  # hosts whose robots.txt answered here (D1)
         self._unstarted = 0  # held tickets none of whose URLs went to a thread yet (D2)
         self._robots_asked: set[str] = set()  # hosts whose robots.txt had a job (D7)
         self.watch = PauseWatch(stop)  # D6
@@ -244,9 +248,14 @@ class Dispatcher:
         s = w.s
         if s.request_delay > 0 or w.gate.last_delay(host) > 0:
             return 1
-        if host not in self._proven or w.gate.failures(host) > 0:
-            return 1  # slow start: a host that is down gets one URL at a time (patience)
-        return max(1, math.ceil(s.max_parallel_per_host / self.local_workers))
+        if w.gate.failures(host) > 0:
+            return 1  # a host that fails gets one URL at a time (patience)
+        share = max(1, math.ceil(s.max_parallel_per_host / self.local_workers))
+        if host in self._proven:
+            return share
+        # slow start: robots.txt answered (a static file may answer while the pages fail),
+        # or nothing yet
+        return min(share, s.patience or 1) if host in self._robots_ok else 1
 
     def _dispatch(self) -> None:
         if len(self.running) >= self.max_in_flight:
@@ -299,7 +308,7 @@ class Dispatcher:
         host has room again while the page converts) and when the URL is done."""
         try:
             if job.robots:
-                job.h.worker.fetcher.prefetch_robots(entry["url"])
+                job.answered = job.h.worker.fetcher.prefetch_robots(entry["url"])
             else:
                 job.h.worker.run_one(job.h.c, entry,
                                      fetched=lambda: self._events.put((job, "fetched", None)))
@@ -331,9 +340,11 @@ class Dispatcher:
         if not job.fetched:  # the host's request is over either way
             job.fetched = True
             self.busy[job.host] -= 1
-            if not job.robots and job.host not in self._proven and \
-                    h.worker.gate.failures(job.host) == 0:
-                self._proven.add(job.host)
+            if job.host not in self._proven and h.worker.gate.failures(job.host) == 0:
+                if not job.robots:
+                    self._proven.add(job.host)
+                elif job.answered:
+                    self._robots_ok.add(job.host)
         if what == "fetched":
             return
         self.running.discard(job)

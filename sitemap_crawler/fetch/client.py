@@ -299,16 +299,18 @@ class Fetcher:
         """True if a request to ``url`` would first have to ask its robots.txt."""
         return self.settings.respect_robots_txt and not self.robots.cached(url)
 
-    def prefetch_robots(self, url: str) -> None:
+    def prefetch_robots(self, url: str) -> bool:
         """Ask ``url``'s robots.txt now, through the gate (R5), and return as soon as it
         answered: the lease's delay then runs out on the gate, not on a waiting thread.
         What it learned (or an error, cached for ``error_ttl``) is what the page's own
-        fetch finds; failures are its to judge and report."""
+        fetch finds; failures are its to judge and report.  True if the host answered
+        (rules, or a 4xx meaning none): it is up, as a page's answer would show."""
         try:
             self._wait_for_host(host_key(url))
-            self.robots.entry(url)
+            return self.robots.entry(url).state != "unavailable"
         except Exception as e:  # the page's fetch asks again and reports what it finds
             log.debug("%s: robots.txt ahead of the page: %s", url, e)
+            return False
 
     def fetch(self, url: str, *, etag: str | None = None, last_modified: str | None = None,
               still_ours: Callable[[], bool] | None = None) -> FetchResult:
