@@ -135,6 +135,22 @@ def test_robots_txt_does_not_hold_a_thread_through_the_delay_it_starts(hosts, tm
         assert min_gap(asked + t) >= 1.0 - TOLERANCE, (asked, t)
 
 
+def test_a_host_whose_robots_txt_answered_gets_its_parallel_requests_at_once(hosts, tmp_path):
+    """D1: robots.txt's answer proves the host is up, as a page's would, so the first pages
+    go out ``max_parallel_per_host`` at once (before: one page alone, the rest once it came
+    back: a whole answer's time lost at the start of every host, 0.1 s of S2's 14)."""
+    (srv,) = hosts(1)
+    doc_site(srv, 8, delay=0.5)
+    cfg = config(tmp_path, {"docs": srv.url("/sitemap.xml")}, max_parallel_per_host=4,
+                 crawl_state={"ticket_size": 8})
+    prepare_all(cfg, ["docs"])
+    cli(cfg, "work", "--workers", "1")
+    t = page_times(srv)
+    assert len(t) == 8, t
+    assert t[3] - t[0] < 0.3, t  # before: 0.5 s (the first page's answer) between them
+    assert sum(1 for x in t if x < t[0] + 0.3) == 4, t  # never more than the limit
+
+
 def two_sites_one_host(srv: LocalServer, n: int) -> None:
     """Sites "a" and "b" on one host: /a/... and /b/..., each with its own sitemap."""
     for part in ("a", "b"):
@@ -290,3 +306,26 @@ def test_robots_txt_is_fetched_once_per_robots_cache_not_once_per_process(hosts,
                  request_delay=0.05, robots_cache=0)
     cli(cfg, "crawl", "docs", "--workers", "2")
     assert robots_hits() >= 2  # fetched again (once per process that needed it)
+
+
+def test_with_no_delay_prepare_asks_robots_txt_for_the_workers(hosts, tmp_path):
+    """With request_delay 0, prepare asks robots.txt beside the sitemap and keeps it (R6):
+    the workers start with their pages, not with a robots.txt each (before: none asked by
+    prepare, then one or two by the two workers, an answer's time before their first
+    page).  With a delay prepare leaves it to the workers (a turn of the gate)."""
+    (srv,) = hosts(1)
+    doc_site(srv, 8)
+
+    def robots_hits() -> int:
+        return sum(r.path == "/robots.txt" for r in srv.requests)
+
+    cfg = config(tmp_path, {"docs": srv.url("/sitemap.xml")})
+    cli(cfg, "prepare", "docs")
+    assert robots_hits() == 1
+    cli(cfg, "work", "--workers", "2")
+    assert robots_hits() == 1 and len(page_times(srv)) == 8
+    cfg = config(tmp_path, {"docs": srv.url("/sitemap.xml")}, out=tmp_path / "out2",
+                 request_delay=0.05)
+    cli(cfg, "prepare", "docs")
+    assert robots_hits() == 1  # a delay: the workers ask it
+
