@@ -329,3 +329,28 @@ def test_with_no_delay_prepare_asks_robots_txt_for_the_workers(hosts, tmp_path):
     cli(cfg, "prepare", "docs")
     assert robots_hits() == 1  # a delay: the workers ask it
 
+
+def test_the_runner_folds_the_journals_while_a_worker_waits_out_its_last_delay(hosts, tmp_path):
+    """dispatch D8: once its work is over a worker closes its journals and says so, then
+    waits out its last token's delay (G5); the runner writes the index and the report
+    meanwhile (before: only after every worker had exited, a delay later: 200 polite
+    sites spent ~1 s so at the end of a crawl)."""
+    (srv,) = hosts(1)
+    doc_site(srv, 2)
+    cfg = config(tmp_path, {"docs": srv.url("/sitemap.xml")}, request_delay=2.0)
+    prepare_all(cfg, ["docs"])
+    state = StateDir(tmp_path / "out" / ".crawl-state" / "docs")
+    p = popen_cli(cfg, "work", "--workers", "1")
+    lingering = None
+    while p.poll() is None:
+        if (state.root / "report.json").exists():  # written after the merge
+            lingering = os.listdir(state.gate_workers)  # the worker's gate heartbeat
+            break
+        time.sleep(0.01)
+    _out, err = p.communicate(timeout=60)
+    assert p.returncode == 0, err
+    assert lingering, "the report came only after the worker had given its tokens back"
+    assert os.listdir(state.gate_workers) == []  # and it did, before the command ended
+    t = page_times(srv)
+    assert len(t) == 2 and min_gap(t) >= 2.0 - TOLERANCE
+

@@ -103,7 +103,9 @@ def test_crawl_end_to_end(server, tmp_path):
 
 def test_sigkill_of_a_worker_mid_ticket_loses_nothing(server, tmp_path):
     urls = doc_site(server, 60, delay=0.04)
-    cfg = write_config(tmp_path, server.url("/"))
+    # 3 fetch threads: a URL holds its thread from its request to its journal record, so
+    # at most 3 URLs of the killed worker are started and not recorded
+    cfg = write_config(tmp_path, server.url("/"), max_in_flight=3)
     out = tmp_path / "out"
     cli(cfg, "prepare", "docs")
     p = popen_cli(cfg, "work", "--workers", "3")
@@ -113,8 +115,9 @@ def test_sigkill_of_a_worker_mid_ticket_loses_nothing(server, tmp_path):
     p.communicate(timeout=180)
     assert p.returncode == 0  # the other workers finished what the killed one held
     assert_all_crawled(out, urls)
-    # A worker has at most ceil(max_parallel_per_host / workers) = 3 URLs of the host in
-    # flight (dispatch.py D1); only those are fetched a second time (D4).
+    # Only the URLs on the killed worker's threads are fetched a second time (D4).  (Not
+    # the host's 3 requests in flight (D1): a page whose request is over still converts
+    # on its thread; on a loaded machine a whole ticket of 5 was seen fetched twice.)
     assert_pages_fetched(server, urls, twice_at_most=3)
     ids = completed_ids(out)
     assert len(ids) == 12 and max(ids.values()) == 1

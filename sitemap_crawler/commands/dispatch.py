@@ -12,7 +12,7 @@ loop each of those would stall every request in flight unless sent to a thread a
 thread per URL in flight keeps the tested synchronous fetch, gate and robots code as it
 is, and the GIL is released while a thread waits on a socket or a file.
 
-Invariants (D1-D7, with tickets.py T1-T9, hostgate.py G1-G8, journal.py J1-J4):
+Invariants (D1-D8, with tickets.py T1-T9, hostgate.py G1-G8, journal.py J1-J4):
 
 * D1 (no sleeping on a closed gate).  A URL goes to a thread only when its host has room in
   this process: fewer than :meth:`Dispatcher.cap` of its URLs running (1 when the host has a
@@ -46,6 +46,11 @@ Invariants (D1-D7, with tickets.py T1-T9, hostgate.py G1-G8, journal.py J1-J4):
   delays does.  A host's first turn in a process asks its robots.txt alone, so the thread
   is free again when robots.txt answered, instead of waiting out the delay that request
   began for the page behind it (F2: the page's own fetch uses the cached answer).
+* D8 (the end).  When the work is over the sites close first (each journal synced and
+  closed, J2), the runner is told (``finished``), and only then do the gates wait for
+  their last delays (G5) and give the tokens back: the runner folds the journals
+  meanwhile instead of after them (200 polite hosts: a delay's time at the end of a
+  crawl).  The process still ends only when its tokens are back.
 * D5 (a stop).  On a stop no URL is started; running ones end promptly (gate and backoff
   waits are ``stop.wait``, F5) and every held ticket is handed back with its progress.
 """
@@ -59,6 +64,7 @@ import queue
 import threading
 import time
 from collections import Counter, deque
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -161,8 +167,12 @@ class Dispatcher:
     """Many sites, many hosts, ``max_in_flight`` URLs at once; see D1-D7."""
 
     def __init__(self, workers: list[Worker], stop: threading.Event, *, max_in_flight: int,
-                 local_workers: int = 1) -> None:
+                 local_workers: int = 1,
+                 finished: Callable[[dict[str, Counter[str]]], None] | None = None) -> None:
+        """``finished``: told each site's totals once the work is over and every journal is
+        closed, before the last tokens' delays run out (D8)."""
         self.workers = workers
+        self.finished = finished
         self.stop = stop
         self.max_in_flight = max(1, max_in_flight)
         self.local_workers = max(1, local_workers)
@@ -464,20 +474,26 @@ class Dispatcher:
                 h.worker.hand_back(h.c)
 
     def _close(self) -> None:
+        """D8: the sites first (journals closed: the runner may fold them now), then the
+        gates, whose last tokens go back when their delays are over."""
         self.watch.close()
         errors: list[BaseException] = []
-        for g in self._gates.values():
-            g.gate.close(self.stop)  # a normal end keeps the last delays (G5); a stop not
         for w in self.workers:
             try:
                 w.close()
             except BaseException as e:
                 errors.append(e)
-        for g in self._gates.values():
-            with contextlib.suppress(OSError):
-                g.heartbeat.stop(remove=True)
         if errors and self.fatal is None:
             self.fatal = errors[0]
+        try:
+            if self.fatal is None and self.finished is not None:
+                self.finished({w.site.name: w.stats for w in self.workers})
+        finally:
+            for g in self._gates.values():
+                g.gate.close(self.stop)  # a normal end keeps the last delays (G5); a stop not
+            for g in self._gates.values():
+                with contextlib.suppress(OSError):
+                    g.heartbeat.stop(remove=True)
 
 
 __all__ = ["Dispatcher", "PauseWatch"]

@@ -114,13 +114,20 @@ def _child(sites: list[Site], shared_stop: Any, q: Any, inbox: Any, written: Any
                       report=lambda c, n=site.name: q.put(("progress", n, dict(c))),
                       tally=tally, reload=lambda n=site.name: reload_for(n))
                for site in sites]
+    told: list[bool] = []
+
+    def finished(stats: dict[str, Counter[str]]) -> None:
+        """Dispatch D8: the runner may fold our closed journals while our last delays run."""
+        q.put(("done", "", {k: dict(v) for k, v in stats.items()}))
+        told.append(True)
+
     try:
-        stats = Dispatcher(workers, local_stop, max_in_flight=min(s.settings.in_flight()
-                                                                  for s in sites),
-                           local_workers=local_workers).run()
+        Dispatcher(workers, local_stop, max_in_flight=min(s.settings.in_flight() for s in sites),
+                   local_workers=local_workers, finished=finished).run()
     except WorkerFatal as e:
         logging.getLogger(__name__).error("worker %s stopped: %s", wid, e)
-        q.put(("fatal", "", str(e)))
+        if not told:  # the runner counts one word per worker
+            q.put(("fatal", "", str(e)))
         sys.exit(1)
     except Exception as e:  # a bug or an I/O error we did not foresee: one line, not a dump
         lg = logging.getLogger(__name__)
@@ -128,7 +135,6 @@ def _child(sites: list[Site], shared_stop: Any, q: Any, inbox: Any, written: Any
                  wid, type(e).__name__, str(e).splitlines()[0] if str(e) else "")
         lg.debug("worker %s traceback", wid, exc_info=True)
         sys.exit(1)
-    q.put(("done", "", {k: dict(v) for k, v in stats.items()}))
 
 
 def min_limits(sites: list[Site]) -> tuple[float, int]:
@@ -328,8 +334,6 @@ def run_sites(config_path: Path, sites: list[Site], workers: int) -> dict[str, C
                 if kind == "fatal":
                     fatal.append(data)
             display.update(_sum(totals), sum(p.is_alive() for p in procs))
-        for p in procs:
-            p.join(timeout=30)
     finally:
         display.close()
         for s, h in old.items():
@@ -340,6 +344,8 @@ def run_sites(config_path: Path, sites: list[Site], workers: int) -> dict[str, C
         # a worker stopped everyone: the shared byte count passed max_total_size
         stopped = _limit_reached(min_limits([*current.values()]), 0.0,
                                  written.value) or "max_total_size"
+    # A worker that said "done" may still be giving its last tokens back (dispatch D8): its
+    # journals are closed, so the merges below run meanwhile; it is waited for after them.
     died = [p for p in procs if p.exitcode not in (0, None)]
     for site in current.values():
         t = totals[site.name]
@@ -357,6 +363,8 @@ def run_sites(config_path: Path, sites: list[Site], workers: int) -> dict[str, C
         for fut in [pool.submit(finish_crawl, site, totals[site.name], interrupted)
                     for site in current.values()]:
             fut.result()
+    for p in procs:
+        p.join(timeout=30)
     if fatal:
         raise CrawlError(f"{label}: {fatal[0]}; the tickets went back to pending and "
                          "nothing written was lost")
