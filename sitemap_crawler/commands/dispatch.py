@@ -477,12 +477,18 @@ class Dispatcher:
         """D8: the sites first (journals closed: the runner may fold them now), then the
         gates, whose last tokens go back when their delays are over."""
         self.watch.close()
-        errors: list[BaseException] = []
-        for w in self.workers:
+
+        def close(w: Worker) -> BaseException | None:
             try:
                 w.close()
             except BaseException as e:
-                errors.append(e)
+                return e
+            return None
+
+        # Side by side, as _open_all opens them: each site closes its journal (an fsync and
+        # a rename) and its heartbeat; one after another, 200 sites took ~1 s at the end.
+        with ThreadPoolExecutor(min(16, len(self.workers) or 1)) as pool:
+            errors = [e for e in pool.map(close, self.workers) if e is not None]
         if errors and self.fatal is None:
             self.fatal = errors[0]
         try:
