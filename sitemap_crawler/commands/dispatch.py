@@ -164,7 +164,7 @@ class _Gate:
 
 
 class Dispatcher:
-    """Many sites, many hosts, ``max_in_flight`` URLs at once; see D1-D7."""
+    """Many sites, many hosts, ``max_in_flight`` URLs at once; see D1-D8."""
 
     def __init__(self, workers: list[Worker], stop: threading.Event, *, max_in_flight: int,
                  local_workers: int = 1,
