@@ -11,6 +11,7 @@ import pytest
 from sitemap_crawler.convert.output import (
     MAX_FILE_NAME_BYTES,
     OutputLayout,
+    resolved,
     safe_component,
     short_hash,
     write_if_changed,
@@ -153,6 +154,58 @@ def test_symlink_out_of_base_dir_is_refused(tmp_path, base):
     with pytest.raises(CrawlError, match="outside"):
         lay.write_if_changed(Path("../escape.md"), "x")
     assert list(elsewhere.iterdir()) == [] and not (tmp_path / "out" / "escape.md").exists()
+
+
+def test_resolved_answers_as_resolve_does(tmp_path):
+    """The lstat walk gives what Path.resolve gives: links in the middle, at the end,
+    dangling, looping, through a file, missing folders, relative paths and ``..``."""
+    (tmp_path / "d" / "e").mkdir(parents=True)
+    (tmp_path / "f").write_text("x")
+    (tmp_path / "out").mkdir()
+    (tmp_path / "d" / "up").symlink_to(tmp_path / "out", target_is_directory=True)
+    (tmp_path / "d" / "end.md").symlink_to(tmp_path / "f")
+    (tmp_path / "d" / "dangling").symlink_to(tmp_path / "nowhere")
+    (tmp_path / "d" / "loop").symlink_to(tmp_path / "d" / "loop")
+    paths = [tmp_path / "d" / "e" / "x.md", tmp_path / "d" / "up" / "x.md",
+             tmp_path / "d" / "end.md", tmp_path / "d" / "dangling" / "x.md",
+             tmp_path / "f" / "x.md", tmp_path / "missing" / "a" / "b.md",
+             tmp_path / "d" / ".." / "f", Path("relative") / "x.md", Path("/")]
+    for path in paths:
+        assert resolved(path) == path.resolve(), path
+    with pytest.raises(RuntimeError):
+        (tmp_path / "d" / "loop" / "x").resolve()
+    with pytest.raises(RuntimeError):
+        resolved(tmp_path / "d" / "loop" / "x")
+
+
+def test_a_folder_swapped_for_a_symlink_is_refused_at_the_write(tmp_path, base):
+    """The check before the write looks again: a folder that became a symlink to
+    somewhere else after its name was worked out gets nothing written through it."""
+    lay = OutputLayout(base)
+    rel = lay.path_for("http://h.example/guide/a")
+    assert lay.write_if_changed(rel, "one\n")
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (base / "h.example" / "guide" / "a.md").unlink()
+    (base / "h.example" / "guide").rmdir()
+    (base / "h.example" / "guide").symlink_to(elsewhere, target_is_directory=True)
+    with pytest.raises(CrawlError, match="outside"):
+        lay.write_if_changed(rel, "two\n")
+    assert list(elsewhere.iterdir()) == []
+
+
+def test_a_missing_folder_is_made_for_the_first_page_in_it(tmp_path):
+    """The folder of a new page is made when the write finds it missing; a file where
+    the folder should be fails as before."""
+    staging = tmp_path / "staging"
+    staging.mkdir()
+    target = tmp_path / "out" / "a" / "b" / "c.md"
+    assert write_if_changed(target, "x", tmp_dir=staging)
+    assert target.read_text() == "x" and list(staging.iterdir()) == []
+    (tmp_path / "out" / "file").write_text("mine")
+    with pytest.raises(NotADirectoryError):
+        write_if_changed(tmp_path / "out" / "file" / "d.md", "x", tmp_dir=staging)
+    assert (tmp_path / "out" / "file").read_text() == "mine" and list(staging.iterdir()) == []
 
 
 # --- Windows / SMB safe names ----------------------------------------------------------------

@@ -570,8 +570,8 @@ class Worker:
         if old_hash and prior.get("etag") and r.etag == prior.get("etag"):
             self._distrust_validators(url)
             fields["validators_lie"] = True
-        text = doc.render()
-        written = len(text.encode("utf-8")) if self.layout.write_if_changed(path, text) else 0
+        raw = doc.render().encode("utf-8")  # once: the write and the byte count share it
+        written = len(raw) if self.layout.write_if_changed(path, raw) else 0
         if not old_hash:  # (write_if_changed refuses paths outside base_dir)
             return Outcome("new", "ok", {**fields, "last_changed": now, "changes_detected": 0,
                                          "change_frequency": 0.0}, written=written)

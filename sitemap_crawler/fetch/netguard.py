@@ -323,9 +323,8 @@ class GuardedTransport(httpx.HTTPTransport):
             done()
             raise
         assert isinstance(resp.stream, httpx.SyncByteStream)
-        return httpx.Response(resp.status_code, headers=resp.headers,
-                              stream=OnClose(resp.stream, done), extensions=resp.extensions,
-                              request=request)
+        resp.stream = OnClose(resp.stream, done)  # (the client wraps it so too: no new Response)
+        return resp
 
 
 def guarded_transport(settings: Settings, sources: Sequence[str], verify: ssl.SSLContext,

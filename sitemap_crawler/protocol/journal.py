@@ -46,7 +46,7 @@ class Journal:
         fsync_dir(journal_dir)
 
     def append(self, record: dict[str, Any]) -> None:
-        data = (json.dumps(record, separators=(",", ":")) + "\n").encode()
+        data = encode(record)
         with self._lock:  # the threads of one worker process share its journal
             self._append(data)
 
@@ -73,6 +73,17 @@ class Journal:
         self._fd = -1
         os.rename(self.path, self.closed_path)
         fsync_dir(self.path.parent)
+
+
+def encode(record: dict[str, Any]) -> bytes:
+    """One journal line.  orjson: 0.5 us against json's 35 us for a page's record; what
+    it refuses (a lone surrogate, an int beyond 64 bits, a float subclass) is written by
+    json as before.  (A NaN becomes null, which orjson's readers can parse, where json's
+    ``NaN`` made the merge skip the line.)"""
+    try:
+        return orjson.dumps(record, option=orjson.OPT_APPEND_NEWLINE)
+    except (orjson.JSONEncodeError, TypeError):
+        return (json.dumps(record, separators=(",", ":")) + "\n").encode()
 
 
 def read_journal(path: Path) -> Iterator[dict[str, Any]]:
