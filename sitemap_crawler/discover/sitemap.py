@@ -294,8 +294,10 @@ _PR_STR: dict[str | None, float | None] = {None: None}
 
 def _norm_column(values: list, table: dict, norm: object, limit: int) -> list:  # type: ignore[type-arg]
     """``values`` mapped through the cache ``table``; misses are normalised and cached."""
-    out = list(map(table.get, values, repeat(_MISS)))
-    if _MISS in out:
+    try:
+        return list(map(table.__getitem__, values))  # a column of known values: one C loop
+    except KeyError:
+        out = list(map(table.get, values, repeat(_MISS)))
         for i, v in enumerate(out):
             if v is _MISS:
                 raw = values[i]
