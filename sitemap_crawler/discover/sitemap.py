@@ -294,8 +294,10 @@ _PR_STR: dict[str | None, float | None] = {None: None}
 
 def _norm_column(values: list, table: dict, norm: object, limit: int) -> list:  # type: ignore[type-arg]
     """``values`` mapped through the cache ``table``; misses are normalised and cached."""
-    out = list(map(table.get, values, repeat(_MISS)))
-    if _MISS in out:
+    try:
+        return list(map(table.__getitem__, values))  # a column of known values: one C loop
+    except KeyError:
+        out = list(map(table.get, values, repeat(_MISS)))
         for i, v in enumerate(out):
             if v is _MISS:
                 raw = values[i]
@@ -305,9 +307,50 @@ def _norm_column(values: list, table: dict, norm: object, limit: int) -> list:  
     return out
 
 
+# The first block's layout (its tags and the blanks between them) -> a regex of that layout
+# alone, or None where it did not hold for a whole run (see _template)
+_TEMPLATES: dict[tuple[str, ...], re.Pattern[str] | None] = {}
+_LOC = r"(?=[^<\s])([^<]*+)(?<!\s)"  # as in _STRICT_URL
+
+
+def _template(text: str) -> tuple[tuple[str, ...], re.Pattern[str] | None, tuple[int, ...]]:
+    """The layout of the first strict block of ``text``, its regex (None: not worth
+    trying) and which of the four fields it has.
+
+    Generators write every block alike, and a regex with the first block's tags and blanks
+    as literals splits a run in half the time of ``_STRICT`` (0.36 against 0.67 s for a
+    million URLs, issue 22).  A block laid out otherwise leaves text between the matches,
+    and the run is split by ``_STRICT`` as before."""
+    m = _STRICT.match(text)
+    if m is None:
+        return (), None, ()
+    fields = tuple(g for g in range(1, _STRICT_GROUPS + 1) if m.start(g) >= 0)
+    ends = (m.start(), *(x for g in fields for x in (m.start(g), m.end(g))))
+    layout = tuple(text[ends[i]:ends[i + 1]] for i in range(0, len(ends) - 1, 2))
+    layout += (text[m.end(fields[-1]):m.end()].rstrip(" \t\r\n"),)
+    if layout not in _TEMPLATES:
+        if len(_TEMPLATES) >= 64:
+            _TEMPLATES.clear()
+        pattern = re.escape(layout[0]) + _LOC + "".join(
+            re.escape(lit) + _STRICT_TEXT for lit in layout[1:-1]) + re.escape(layout[-1])
+        _TEMPLATES[layout] = re.compile(pattern + _SWS)
+    return layout, _TEMPLATES[layout], fields
+
+
 def _strict_columns(text: str, source: str) -> tuple[Columns | None, int]:
     """Columns for the run of strict ``<url>`` blocks at the start of ``text``, and how many
     characters they take (0: the first block is not strict)."""
+    layout, template, fields = _template(text)
+    if template is not None:
+        parts = template.split(text)
+        step = len(fields) + 1
+        if not any(parts[0::step]):  # every block laid out as the first
+            n = len(parts) // step
+            columns: list[list[str | None]] = [[None] * n for _ in range(_STRICT_GROUPS)]
+            for k, g in enumerate(fields, 1):
+                columns[g - 1] = parts[k::step]  # type: ignore[assignment]
+            return _columns(*columns, source), len(text)
+        _TEMPLATES[layout] = None  # this layout does not hold here: not tried again
     parts = _STRICT.split(text)
     step = _STRICT_GROUPS + 1
     junk = parts[0::step]
@@ -321,13 +364,17 @@ def _strict_columns(text: str, source: str) -> tuple[Columns | None, int]:
         assert m is not None
         used = m.end()
         parts = parts[: n * step]
-    urls = parts[1::step]
-    lastmods = parts[2::step]
-    if None in lastmods or _NORMAL_STAMPS.fullmatch("\n".join(lastmods)) is None:
+    return _columns(parts[1::step], parts[2::step], parts[3::step], parts[4::step],
+                    source), used
+
+
+def _columns(urls: list[str], lastmods: list[str | None], changefreqs: list[str | None],
+             priorities: list[str | None], source: str) -> Columns:
+    """The strict tier's raw fields, normalised, as :class:`Columns`."""
+    if None in lastmods or _NORMAL_STAMPS.fullmatch("\n".join(lastmods)) is None:  # type: ignore[arg-type]
         lastmods = list(map(norm_lastmod, lastmods))
-    changefreqs = _norm_column(parts[3::step], _CF_STR, norm_changefreq, 256)
-    priorities = _norm_column(parts[4::step], _PR_STR, norm_priority, 1024)
-    return Columns(urls, lastmods, changefreqs, priorities, source), used
+    return Columns(urls, lastmods, _norm_column(changefreqs, _CF_STR, norm_changefreq, 256),
+                   _norm_column(priorities, _PR_STR, norm_priority, 1024), source)
 
 
 # --- the lxml path ------------------------------------------------------------------------
