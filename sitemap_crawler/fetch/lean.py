@@ -21,17 +21,25 @@ EXTRAS = ("click", "pygments", "rich", "trio")  # httpx's CLI; httpcore's trio b
 
 def import_http() -> bool:
     """Import httpx and httpcore without :data:`EXTRAS`; False if they were imported
-    already or another thread runs (then nothing is done)."""
+    already or another thread runs (then nothing is done), or if a version of them needs
+    an extra after all (then they are imported with it, as without this function)."""
     if "httpx" in sys.modules or "httpcore" in sys.modules or threading.active_count() > 1:
         return False
     marked = [name for name in EXTRAS if name not in sys.modules]
     for name in marked:
         sys.modules[name] = None  # type: ignore[assignment]
     try:
-        import httpcore  # noqa: F401
-        import httpx  # noqa: F401
+        import httpcore
+        import httpx
+    except ImportError:  # a version that needs one of them after all: imported as usual
+        lean = False
+    else:
+        lean = True
     finally:
         for name in marked:
             if name in sys.modules and sys.modules[name] is None:
                 del sys.modules[name]
-    return True
+    if not lean:
+        import httpcore  # noqa: F401
+        import httpx  # noqa: F401
+    return lean
