@@ -199,6 +199,9 @@ def _show_report(site: str, as_json: bool) -> None:
 def _work(names: list[str], workers: int, first: Callable[[], object] | None = None) -> int:
     """Work on the sites, then write the run's summary line (the last line of --log-file),
     also when ``first`` (crawl's prepare) fails."""
+    from sitemap_crawler.fetch.lean import import_http
+
+    import_http()  # the workers fork from here: each without httpx's command line (lean.py)
     done: dict[str, dict[str, object]] = {}
     code = EXIT_FAILED
     try:
