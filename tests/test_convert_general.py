@@ -196,3 +196,44 @@ def test_a_video_players_control_panels_are_not_the_story():
     md = convert(body, head='<meta property="og:type" content="article">')
     assert md.count("A photo of a veteran") == 6
     assert "Palatino" not in md and "High (HD)" not in md and "Full Screen" not in md
+
+
+_BED = ("<p>The bed also features vibration detection, so that it can tell when you are "
+        "asleep, and it turns the music and the lights down, then off, on its own.</p>")
+
+
+def test_side_columns_of_links_beside_the_text_column_are_left_out():
+    # an old news site with no <main> (digitalartsonline.co.uk, 2008): the text column sits
+    # between a column of menus and a sidebar of headline lists titled with <h2>s and an
+    # <h1> ("EDIGIT SIGN-UP").  Before: the titles protected the sidebar and it was kept.
+    heads = "".join(f'<a href="/news/{i}">Headline number {i} of the site</a><br>'
+                    for i in range(6))
+    body = f"""<div id="contentArea">
+      <div id="leftColumn"><ul class="leftnavbar"><li><a href="/news">News</a></li>
+        <li><a href="/blogs">Blogs</a></li><li><a href="/reviews">Reviews</a></li>
+        <li><a href="/tutorials">Tutorials</a></li></ul>
+        <p><a href="/zinio"><u>Click here</u> for your <strong>FREE</strong> 22 page preview of
+          Digital Arts, and a great subscription offer, this month.</a></p>
+        <p><b><a href="/forums">Digital Arts Lounge</a></b><br>Just kick back, relax and chat,
+          or ask, answer and share in our forums.</p></div>
+      <div id="centreColumn">
+        <div id="articleHeader"><h1>CES: iSleep to iDream with iPod-ready bed</h1></div>
+        <div id="articleContent"><p>Monday 14 Jan 2008 - 09:24</p>
+          <div id="intelliTxt">{_BED * 3}</div><p>Jonny Evans</p></div>
+        <div id="articleSidebar"><div id="sidenav">
+          <a href="/news/"><h2 class="firstHeading">Top news</h2></a><p>{heads}</p>
+          <a href="/news/"><h2 class="firstHeading">More news</h2></a><p>{heads}</p>
+          <h1>EDIGIT SIGN-UP</h1><p><a href="/signup">Sign up</a> for news by mail, each
+            week, with offers.</p>
+        </div></div></div></div>"""
+    md = convert(body)
+    assert md.startswith("# CES: iSleep to iDream") and md.count("vibration detection") == 3
+    assert "Jonny Evans" in md
+    assert "Headline number" not in md and "Top news" not in md and "EDIGIT" not in md
+    assert "Tutorials" not in md and "Lounge" not in md
+    # a paragraph of links beside the text is the text's own (a post's list of sources)
+    links = "".join(f'<a href="/p/{i}">{i}. Blue floral wallpaper by Sanderson</a><br>'
+                    for i in range(1, 6))
+    kept = convert(f"<div><div><h1>Love this wallpaper</h1>{_BED * 4}<p>{links}</p></div>"
+                   f"<div><p>{_BED}</p></div></div>")
+    assert "Blue floral wallpaper" in kept

@@ -44,7 +44,7 @@ from sitemap_crawler.convert.density import (
     title_block,
     with_title,
 )
-from sitemap_crawler.convert.shapes import code_language, code_lines, grid_columns
+from sitemap_crawler.convert.shapes import code_language, code_lines, grid_columns, is_admonition
 from sitemap_crawler.convert.signals import (
     ANY_WORD_RE,
     HAS_HEADING,
@@ -284,6 +284,7 @@ def _widgets(root: Any, news: bool, story: bool = False) -> set[Any]:
                 out.add(group)
     if news:
         out.update(_control_panels(root, root_len))
+        out.update(_side_columns(root))
     if news:  # no generator markup to trust: link lists without prose are menus
         for el in root.iter("ul", "ol", "div", "section", "table", "aside", "header"):
             if el is root or el in out:
@@ -298,6 +299,60 @@ def _widgets(root: Any, news: bool, story: bool = False) -> set[Any]:
                 continue
             out.add(el)
     return out
+
+
+def _side_columns(root: Any) -> list[Any]:
+    """Side columns beside the text column (old table and div layouts with no <main>): down
+    the chain of children that each hold most of the unlinked text, every sibling of it that
+    is three or more links, mostly (60 %), and holds under half the unlinked text of the
+    column beside it (menus, headline lists, tag clouds, footers of links), even when titled
+    or laid out as tables.  Not a block of the text column's kind (a shared class: reference
+    sections of links), a table row, a heading's wrapper, a "See also" box, a block with
+    code, nor one with the page's title: an <h1> when the root has no other (old sites title
+    their side boxes with <h1>s too)."""
+    out: list[Any] = []
+    total = _unlinked(root)
+    node = root
+    while total:
+        kids = [(c, _unlinked(c)) for c in node if isinstance(c.tag, str)]
+        if not kids:
+            break
+        best, best_len = max(kids, key=lambda k: k[1])
+        if best_len < 0.5 * _unlinked(node) or best.tag in _TEXT_LEVEL or \
+                any(c.tag == "p" and own >= 80 for c, own in kids):
+            break  # (beside paragraphs are the text's own blocks: a list of linked sources)
+        kind = set((best.get("class") or "").split())
+        for c, own in kids:
+            if c is best or own >= 0.5 * best_len or c.tag in _NOT_COLUMNS or \
+                    kind & set((c.get("class") or "").split()):
+                continue  # (a paragraph or a row of links beside a block is the text's: a
+                # link list; so is a section of the same kind: DocBook's "See also" sect1)
+            size = text_len(c)
+            if size >= 50 and link_len(c) > 0.6 * size and len(c.findall(".//a")) >= 3 and \
+                    c.find(".//pre") is None and not _holds_title(c, root) and \
+                    not _titles(c, size) and not is_admonition(c, c.get("class") or ""):
+                out.append(c)
+        node = best
+    return out
+
+
+_TEXT_LEVEL = frozenset({"p", "blockquote", "pre", "li", "dd", "font", "span", "center"}) | \
+    HEADING_TAGS
+_NOT_COLUMNS = _TEXT_LEVEL | {"tr", "tbody", "thead", "tfoot", "dt", "dl"}
+
+
+def _titles(el: Any, size: int) -> bool:
+    """Is ``el`` mostly a heading (a heading's wrapper with its anchor link)?"""
+    return any(int(STRLEN(h)) >= 0.5 * size for h in el.iter(HEADING_TAGS))
+
+
+def _holds_title(el: Any, root: Any) -> bool:
+    mine = el.findall(".//h1")
+    return bool(mine) and len(root.findall(".//h1")) == len(mine)
+
+
+def _unlinked(el: Any) -> int:
+    return max(text_len(el) - link_len(el), 0)
 
 
 _CONTROL_ROLES = frozenset({"button", "slider", "menuitem", "menuitemradio", "option",
