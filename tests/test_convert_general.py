@@ -237,3 +237,38 @@ def test_side_columns_of_links_beside_the_text_column_are_left_out():
     kept = convert(f"<div><div><h1>Love this wallpaper</h1>{_BED * 4}<p>{links}</p></div>"
                    f"<div><p>{_BED}</p></div></div>")
     assert "Blue floral wallpaper" in kept
+
+
+_TENNIS = ("<p>DESPITE a performance which featured 75 per cent of his first serves, the "
+           "sixth seed needed four sets, two tie-breaks and almost three hours to win.</p>")
+
+
+def test_a_column_of_teasers_beside_the_story_is_left_out():
+    # The Australian (2008), no <main>: the story's column sits beside two columns of
+    # teasers (linked headline, byline and a summary of another story), whose summaries
+    # make them look like text; the title above the columns takes the root up to the page
+    # wrapper.  Before: the teasers were kept (F1 0.70).
+    def teaser(i: int) -> str:
+        return (f'<div class="item"><div class="module"><div class="module-header">'
+                f'<h2 class="module-heading"><a href="/s{i}/">Section {i}</a></h2></div>'
+                f'<div class="module-content"><h3 class="heading"><a href="/story/{i}">'
+                f'Murdoch to buy into Packer empire {i}</a></h3><p><strong class="byline">'
+                f"Nick Tabakoff</strong> LACHLAN Murdoch is to make a stunning return to the "
+                f"media industry, in a deal to privatise the company.</p></div>"
+                f'<div class="module-related"><ul><li><a href="/r{i}">Local stocks fall</a>'
+                f'</li><li><a href="/t{i}">Tokyo shares tumble</a></li></ul></div></div></div>')
+    body = f"""<div id="page"><div id="nav"><a href="/">Breaking News</a>
+      <a href="/nation">The Nation</a> <a href="/world">The World</a></div>
+      <div id="section-header"><h1>Roddick swings into the Fourth Round</h1></div>
+      <div id="content">
+        <div id="primary"><div class="module article" id="article">{_TENNIS * 5}</div></div>
+        <div id="secondary"><h2>Latest Top Stories</h2><ul>
+          <li><a href="/a">Patriots on brink of history</a></li>
+          <li><a href="/b">Justine, Maria to lift intensity</a></li>
+          <li><a href="/c">Spanish friends to meet</a></li></ul></div>
+        <div id="tertiary"><div class="group quad today"><div class="group-header">
+          <h2 class="heading">In The Australian Today</h2></div>
+          {"".join(teaser(i) for i in range(5))}</div></div></div></div>"""
+    md = convert(body)
+    assert md.startswith("# Roddick swings") and md.count("first serves") == 5
+    assert "Murdoch" not in md and "Packer" not in md and "Patriots" not in md

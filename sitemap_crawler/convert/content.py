@@ -284,7 +284,7 @@ def _widgets(root: Any, news: bool, story: bool = False) -> set[Any]:
                 out.add(group)
     if news:
         out.update(_control_panels(root, root_len))
-        out.update(_side_columns(root))
+        out.update(_side_columns(root, teasers))
     if news:  # no generator markup to trust: link lists without prose are menus
         for el in root.iter("ul", "ol", "div", "section", "table", "aside", "header"):
             if el is root or el in out:
@@ -301,15 +301,15 @@ def _widgets(root: Any, news: bool, story: bool = False) -> set[Any]:
     return out
 
 
-def _side_columns(root: Any) -> list[Any]:
+def _side_columns(root: Any, teasers: set[Any]) -> list[Any]:
     """Side columns beside the text column (old table and div layouts with no <main>): down
     the chain of children that each hold most of the unlinked text, every sibling of it that
-    is three or more links, mostly (60 %), and holds under half the unlinked text of the
-    column beside it (menus, headline lists, tag clouds, footers of links), even when titled
-    or laid out as tables.  Not a block of the text column's kind (a shared class: reference
-    sections of links), a table row, a heading's wrapper, a "See also" box, a block with
-    code, nor one with the page's title: an <h1> when the root has no other (old sites title
-    their side boxes with <h1>s too)."""
+    is three or more links, mostly (60 %, teaser cards counted as links), and holds under
+    half the unlinked text of the column beside it (menus, headline lists, teasers, tag
+    clouds, footers of links), even when titled or laid out as tables.  Not a block of the
+    text column's kind (a shared class: reference sections of links), a table row, a
+    heading's wrapper, a "See also" box, a block with code, nor one with the page's title:
+    an <h1> when the root has no other (old sites title their side boxes with <h1>s too)."""
     out: list[Any] = []
     total = _unlinked(root)
     node = root
@@ -322,15 +322,16 @@ def _side_columns(root: Any) -> list[Any]:
                 any(c.tag == "p" and own >= 80 for c, own in kids):
             break  # (beside paragraphs are the text's own blocks: a list of linked sources)
         kind = set((best.get("class") or "").split())
-        for c, own in kids:
-            if c is best or own >= 0.5 * best_len or c.tag in _NOT_COLUMNS or \
-                    kind & set((c.get("class") or "").split()):
+        for c, _ in kids:
+            if c is best or c.tag in _NOT_COLUMNS or kind & set((c.get("class") or "").split()):
                 continue  # (a paragraph or a row of links beside a block is the text's: a
                 # link list; so is a section of the same kind: DocBook's "See also" sect1)
             size = text_len(c)
-            if size >= 50 and link_len(c) > 0.6 * size and len(c.findall(".//a")) >= 3 and \
-                    c.find(".//pre") is None and not _holds_title(c, root) and \
-                    not _titles(c, size) and not is_admonition(c, c.get("class") or ""):
+            linked = _linked(c, teasers) if size >= 50 else 0
+            if linked > 0.6 * size and size - linked < 0.5 * best_len and \
+                    len(c.findall(".//a")) >= 3 and c.find(".//pre") is None and \
+                    not _holds_title(c, root) and not _titles(c, size) and \
+                    not is_admonition(c, c.get("class") or ""):
                 out.append(c)
         node = best
     return out
@@ -349,6 +350,19 @@ def _titles(el: Any, size: int) -> bool:
 def _holds_title(el: Any, root: Any) -> bool:
     mine = el.findall(".//h1")
     return bool(mine) and len(root.findall(".//h1")) == len(mine)
+
+
+def _linked(el: Any, teasers: set[Any]) -> int:
+    """Text of links, and of teaser cards (a linked headline's summary is another page's)."""
+    total = link_len(el)
+    todo = [el]
+    while todo:
+        for c in todo.pop():
+            if c in teasers:
+                total += _unlinked(c)
+            elif isinstance(c.tag, str):
+                todo.append(c)
+    return total
 
 
 def _unlinked(el: Any) -> int:
