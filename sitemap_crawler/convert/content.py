@@ -306,19 +306,20 @@ def _side_columns(root: Any, teasers: set[Any]) -> list[Any]:
     the chain of children that each hold most of the unlinked text, every sibling of it that
     is three or more links, mostly (60 %, teaser cards counted as links), and holds under
     half the unlinked text of the column beside it (menus, headline lists, teasers, tag
-    clouds, footers of links), even when titled or laid out as tables.  Not a block of the
-    text column's kind (a shared class: reference sections of links), a table row, a
-    heading's wrapper, a "See also" box, a block with code, nor one with the page's title:
-    an <h1> when the root has no other (old sites title their side boxes with <h1>s too)."""
+    clouds, footers of links), even when titled or laid out as tables.  The column holds
+    text (200 characters outside links), and a list three times its size is the page (an
+    index without prose beside its tagline).  Not a block of the text column's kind (a
+    shared class: reference sections of links), a table row, a heading's wrapper, a "See
+    also" box, a block with code, nor one with the page's title: an <h1> when the root has
+    no other (old sites title their side boxes with <h1>s too)."""
     out: list[Any] = []
-    total = _unlinked(root)
     node = root
-    while total:
+    while True:
         kids = [(c, _unlinked(c)) for c in node if isinstance(c.tag, str)]
         if not kids:
             break
         best, best_len = max(kids, key=lambda k: k[1])
-        if best_len < 0.5 * _unlinked(node) or best.tag in _TEXT_LEVEL or \
+        if best_len < max(200, 0.5 * _unlinked(node)) or best.tag in _TEXT_LEVEL or \
                 any(c.tag == "p" and own >= 80 for c, own in kids):
             break  # (beside paragraphs are the text's own blocks: a list of linked sources)
         kind = set((best.get("class") or "").split())
@@ -329,6 +330,7 @@ def _side_columns(root: Any, teasers: set[Any]) -> list[Any]:
             size = text_len(c)
             linked = _linked(c, teasers) if size >= 50 else 0
             if linked > 0.6 * size and size - linked < 0.5 * best_len and \
+                    size <= 3 * text_len(best) and \
                     len(c.findall(".//a")) >= 3 and c.find(".//pre") is None and \
                     not _holds_title(c, root) and not _titles(c, size) and \
                     not is_admonition(c, c.get("class") or ""):
