@@ -304,14 +304,14 @@ def _widgets(root: Any, news: bool, story: bool = False) -> set[Any]:
 def _side_columns(root: Any, teasers: set[Any]) -> list[Any]:
     """Side columns beside the text column (old table and div layouts with no <main>): down
     the chain of children that each hold most of the unlinked text, every sibling of it that
-    is three or more links, mostly (60 %, teaser cards counted as links), and holds under
+    is three or more links, mostly (50 %, teaser cards counted as links), and holds under
     half the unlinked text of the column beside it (menus, headline lists, teasers, tag
     clouds, footers of links), even when titled or laid out as tables.  The column holds
     text (200 characters outside links), and a list three times its size is the page (an
     index without prose beside its tagline).  Not a block of the text column's kind (a
     shared class: reference sections of links), a table row, a heading's wrapper, a "See
-    also" box, a block with code, nor one with the page's title: an <h1> when the root has
-    no other (old sites title their side boxes with <h1>s too)."""
+    also" box, an API signature, code, nor a block with the page's title: an <h1> when the
+    root has no other (old sites title their side boxes with <h1>s too)."""
     out: list[Any] = []
     node = root
     while True:
@@ -329,11 +329,11 @@ def _side_columns(root: Any, teasers: set[Any]) -> list[Any]:
                 # link list; so is a section of the same kind: DocBook's "See also" sect1)
             size = text_len(c)
             linked = _linked(c, teasers) if size >= 50 else 0
-            if linked > 0.6 * size and size - linked < 0.5 * best_len and \
+            if linked > 0.5 * size and size - linked < 0.5 * best_len and \
                     size <= 3 * text_len(best) and \
                     len(c.findall(".//a")) >= 3 and c.find(".//pre") is None and \
                     not _holds_title(c, root) and not _titles(c, size) and \
-                    not is_admonition(c, c.get("class") or ""):
+                    not is_admonition(c, c.get("class") or "") and not _reference(c):
                 out.append(c)
         node = best
     return out
