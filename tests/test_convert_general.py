@@ -196,3 +196,104 @@ def test_a_video_players_control_panels_are_not_the_story():
     md = convert(body, head='<meta property="og:type" content="article">')
     assert md.count("A photo of a veteran") == 6
     assert "Palatino" not in md and "High (HD)" not in md and "Full Screen" not in md
+
+
+_BED = ("<p>The bed also features vibration detection, so that it can tell when you are "
+        "asleep, and it turns the music and the lights down, then off, on its own.</p>")
+
+
+def test_side_columns_of_links_beside_the_text_column_are_left_out():
+    # an old news site with no <main> (digitalartsonline.co.uk, 2008): the text column sits
+    # between a column of menus and a sidebar of headline lists titled with <h2>s and an
+    # <h1> ("EDIGIT SIGN-UP").  Before: the titles protected the sidebar and it was kept.
+    heads = "".join(f'<a href="/news/{i}">Headline number {i} of the site</a><br>'
+                    for i in range(6))
+    body = f"""<div id="contentArea">
+      <div id="leftColumn"><ul class="leftnavbar"><li><a href="/news">News</a></li>
+        <li><a href="/blogs">Blogs</a></li><li><a href="/reviews">Reviews</a></li>
+        <li><a href="/tutorials">Tutorials</a></li></ul>
+        <p><a href="/zinio"><u>Click here</u> for your <strong>FREE</strong> 22 page preview of
+          Digital Arts, and a great subscription offer, this month.</a></p>
+        <p><b><a href="/forums">Digital Arts Lounge</a></b><br>Just kick back, relax and chat,
+          or ask, answer and share in our forums.</p></div>
+      <div id="centreColumn">
+        <div id="articleHeader"><h1>CES: iSleep to iDream with iPod-ready bed</h1></div>
+        <div id="articleContent"><p>Monday 14 Jan 2008 - 09:24</p>
+          <div id="intelliTxt">{_BED * 3}</div><p>Jonny Evans</p></div>
+        <div id="articleSidebar"><div id="sidenav">
+          <a href="/news/"><h2 class="firstHeading">Top news</h2></a><p>{heads}</p>
+          <a href="/news/"><h2 class="firstHeading">More news</h2></a><p>{heads}</p>
+          <h1>EDIGIT SIGN-UP</h1><p><a href="/signup">Sign up</a> for news by mail, each
+            week, with offers.</p>
+        </div></div></div></div>"""
+    md = convert(body)
+    assert md.startswith("# CES: iSleep to iDream") and md.count("vibration detection") == 3
+    assert "Jonny Evans" in md
+    assert "Headline number" not in md and "Top news" not in md and "EDIGIT" not in md
+    assert "Tutorials" not in md and "Lounge" not in md
+    # a paragraph of links beside the text is the text's own (a post's list of sources)
+    links = "".join(f'<a href="/p/{i}">{i}. Blue floral wallpaper by Sanderson</a><br>'
+                    for i in range(1, 6))
+    kept = convert(f"<div><div><h1>Love this wallpaper</h1>{_BED * 4}<p>{links}</p></div>"
+                   f"<div><p>{_BED}</p></div></div>")
+    assert "Blue floral wallpaper" in kept
+
+
+_TENNIS = ("<p>DESPITE a performance which featured 75 per cent of his first serves, the "
+           "sixth seed needed four sets, two tie-breaks and almost three hours to win.</p>")
+
+
+def test_a_column_of_teasers_beside_the_story_is_left_out():
+    # The Australian (2008), no <main>: the story's column sits beside two columns of
+    # teasers (linked headline, byline and a summary of another story), whose summaries
+    # make them look like text; the title above the columns takes the root up to the page
+    # wrapper.  Before: the teasers were kept (F1 0.70).
+    def teaser(i: int) -> str:
+        return (f'<div class="item"><div class="module"><div class="module-header">'
+                f'<h2 class="module-heading"><a href="/s{i}/">Section {i}</a></h2></div>'
+                f'<div class="module-content"><h3 class="heading"><a href="/story/{i}">'
+                f'Murdoch to buy into Packer empire {i}</a></h3><p><strong class="byline">'
+                f"Nick Tabakoff</strong> LACHLAN Murdoch is to make a stunning return to the "
+                f"media industry, in a deal to privatise the company.</p></div>"
+                f'<div class="module-related"><ul><li><a href="/r{i}">Local stocks fall</a>'
+                f'</li><li><a href="/t{i}">Tokyo shares tumble</a></li></ul></div></div></div>')
+    body = f"""<div id="page"><div id="nav"><a href="/">Breaking News</a>
+      <a href="/nation">The Nation</a> <a href="/world">The World</a></div>
+      <div id="section-header"><h1>Roddick swings into the Fourth Round</h1></div>
+      <div id="content">
+        <div id="primary"><div class="module article" id="article">{_TENNIS * 5}</div></div>
+        <div id="secondary"><h2>Latest Top Stories</h2><ul>
+          <li><a href="/a">Patriots on brink of history</a></li>
+          <li><a href="/b">Justine, Maria to lift intensity</a></li>
+          <li><a href="/c">Spanish friends to meet</a></li></ul></div>
+        <div id="tertiary"><div class="group quad today"><div class="group-header">
+          <h2 class="heading">In The Australian Today</h2></div>
+          {"".join(teaser(i) for i in range(5))}</div></div></div></div>"""
+    md = convert(body)
+    assert md.startswith("# Roddick swings") and md.count("first serves") == 5
+    assert "Murdoch" not in md and "Packer" not in md and "Patriots" not in md
+
+
+_KIWI = ("<p>Kiwi players flayed the Australian team's conduct on the field, and said that the "
+         "series had been played in a spirit that did no credit to either side.</p>")
+
+
+def test_a_table_layouts_navigation_column_with_section_labels_is_left_out():
+    # the Deccan Herald (2008): one layout table, the story's cell between two cells of
+    # links under plain-text section labels ("News", "Infoline", dates), which bring the
+    # links down to 55 % of the column's text.  Before: the column was kept (F1 0.78).
+    def nav(label: str, words: list[str]) -> str:
+        cells = "".join(f'<tr><td class="LeftNavFont"><a href="/{w}.asp" class="LeftNavFont">'
+                        f"{w}</a></td></tr>" for w in words)
+        return f'<tr><td class="LeftNavHeader">{label}</td></tr>{cells}'
+    column = (nav("News and more, updated daily", ["National", "State", "District", "City"])
+              + nav("Infoline and services for readers", ["Panorama", "Net Mail", "Your Take"])
+              + nav("Other Headlines, January 11, 2008",
+                    ["Everest conqueror Edmund Hillary dies", "Congress and DMK differ"]))
+    body = f"""<table><tr><td><table><tr>
+      <td class="LeftNavTable"><table>{column}</table></td>
+      <td><div id="printReady"><h1>Kiwi players flay Aussies</h1>{_KIWI * 4}</div></td>
+      </tr></table></td></tr></table>"""
+    md = convert(body)
+    assert md.startswith("# Kiwi players") and md.count("Kiwi players flayed") == 4
+    assert "Panorama" not in md and "Infoline" not in md and "Edmund Hillary" not in md

@@ -44,7 +44,7 @@ from sitemap_crawler.convert.density import (
     title_block,
     with_title,
 )
-from sitemap_crawler.convert.shapes import code_language, code_lines, grid_columns
+from sitemap_crawler.convert.shapes import code_language, code_lines, grid_columns, is_admonition
 from sitemap_crawler.convert.signals import (
     ANY_WORD_RE,
     HAS_HEADING,
@@ -284,6 +284,7 @@ def _widgets(root: Any, news: bool, story: bool = False) -> set[Any]:
                 out.add(group)
     if news:
         out.update(_control_panels(root, root_len))
+        out.update(_side_columns(root, teasers))
     if news:  # no generator markup to trust: link lists without prose are menus
         for el in root.iter("ul", "ol", "div", "section", "table", "aside", "header"):
             if el is root or el in out:
@@ -298,6 +299,76 @@ def _widgets(root: Any, news: bool, story: bool = False) -> set[Any]:
                 continue
             out.add(el)
     return out
+
+
+def _side_columns(root: Any, teasers: set[Any]) -> list[Any]:
+    """Side columns beside the text column (old table and div layouts with no <main>): down
+    the chain of children that each hold most of the unlinked text, every sibling of it that
+    is three or more links, mostly (50 %, teaser cards counted as links), and holds under
+    half the unlinked text of the column beside it (menus, headline lists, teasers, tag
+    clouds, footers of links), even when titled or laid out as tables.  The column holds
+    text (200 characters outside links), and a list three times its size is the page (an
+    index without prose beside its tagline).  Not a block of the text column's kind (a
+    shared class: reference sections of links), a table row, a heading's wrapper, a "See
+    also" box, an API signature, code, nor a block with the page's title: an <h1> when the
+    root has no other (old sites title their side boxes with <h1>s too)."""
+    out: list[Any] = []
+    node = root
+    while True:
+        kids = [(c, _unlinked(c)) for c in node if isinstance(c.tag, str)]
+        if not kids:
+            break
+        best, best_len = max(kids, key=lambda k: k[1])
+        if best_len < max(200, 0.5 * _unlinked(node)) or best.tag in _TEXT_LEVEL or \
+                any(c.tag == "p" and own >= 80 for c, own in kids):
+            break  # (beside paragraphs are the text's own blocks: a list of linked sources)
+        kind = set((best.get("class") or "").split())
+        for c, _ in kids:
+            if c is best or c.tag in _NOT_COLUMNS or kind & set((c.get("class") or "").split()):
+                continue  # (a paragraph or a row of links beside a block is the text's: a
+                # link list; so is a section of the same kind: DocBook's "See also" sect1)
+            size = text_len(c)
+            linked = _linked(c, teasers) if size >= 50 else 0
+            if linked > 0.5 * size and size - linked < 0.5 * best_len and \
+                    size <= 3 * text_len(best) and \
+                    len(c.findall(".//a")) >= 3 and c.find(".//pre") is None and \
+                    not _holds_title(c, root) and not _titles(c, size) and \
+                    not is_admonition(c, c.get("class") or "") and not _reference(c):
+                out.append(c)
+        node = best
+    return out
+
+
+_TEXT_LEVEL = frozenset({"p", "blockquote", "pre", "li", "dd", "font", "span", "center"}) | \
+    HEADING_TAGS
+_NOT_COLUMNS = _TEXT_LEVEL | {"tr", "tbody", "thead", "tfoot", "dt", "dl"}
+
+
+def _titles(el: Any, size: int) -> bool:
+    """Is ``el`` mostly a heading (a heading's wrapper with its anchor link)?"""
+    return any(int(STRLEN(h)) >= 0.5 * size for h in el.iter(HEADING_TAGS))
+
+
+def _holds_title(el: Any, root: Any) -> bool:
+    mine = el.findall(".//h1")
+    return bool(mine) and len(root.findall(".//h1")) == len(mine)
+
+
+def _linked(el: Any, teasers: set[Any]) -> int:
+    """Text of links, and of teaser cards (a linked headline's summary is another page's)."""
+    total = link_len(el)
+    todo = [el]
+    while todo:
+        for c in todo.pop():
+            if c in teasers:
+                total += _unlinked(c)
+            elif isinstance(c.tag, str):
+                todo.append(c)
+    return total
+
+
+def _unlinked(el: Any) -> int:
+    return max(text_len(el) - link_len(el), 0)
 
 
 _CONTROL_ROLES = frozenset({"button", "slider", "menuitem", "menuitemradio", "option",
