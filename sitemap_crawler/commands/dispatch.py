@@ -79,6 +79,7 @@ from sitemap_crawler.protocol.tickets import Claimed, TicketName, ticket_host
 log = logging.getLogger(__name__)
 IDLE_RECHECK = 1.0  # seconds before a site whose pending/ was empty is listed again
 MAX_WAIT = 0.2  # the dispatcher looks around at least this often
+IDLE_POLL, IDLE_POLL_SITES = 0.05, 8  # an idle process of few sites waits on others' tickets
 PAUSED_AFTER = 3.0  # seconds between two turns of the loop that mean we were frozen (D6)
 SETTLE = 1.0  # seconds to let a share show the others' renames after such a pause
 HELD_PER_THREAD = 8  # tickets held per fetch thread: a host with a delay needs a thread
@@ -234,7 +235,10 @@ class Dispatcher:
                 if not w.opened and w.queue.has_work():
                     self._open(w)
             self._idle.clear()
-            self.stop.wait(MAX_WAIT)
+            # A few sites: look often, since this is how a process learns that the others'
+            # last tickets are done (one host, delay 0: up to MAX_WAIT after the last page
+            # was 1 % of the crawl); many sites: a listing each costs more than it saves.
+            self.stop.wait(IDLE_POLL if len(self.workers) <= IDLE_POLL_SITES else MAX_WAIT)
 
     def _after_a_pause(self) -> None:
         """D6: after this process was frozen (SIGSTOP, a suspended VM), start nothing until
