@@ -392,9 +392,6 @@ def _prepare_all(sites: list[Site], full: bool) -> None:
     import multiprocessing as mp
     from concurrent.futures import ProcessPoolExecutor
 
-    from sitemap_crawler.fetch.lean import import_http
-
-    import_http()  # as prepare() does, before the fork
     import sitemap_crawler.commands.prepare  # noqa: F401  (imported once, before the fork)
     from sitemap_crawler.fetch.client import preload
 

@@ -313,16 +313,17 @@ def _side_columns(root: Any, teasers: set[Any]) -> list[Any]:
     also" box, an API signature, code, nor a block with the page's title: an <h1> when the
     root has no other (old sites title their side boxes with <h1>s too)."""
     out: list[Any] = []
-    node = root
+    node, node_len = root, _unlinked(root)
     while True:
         kids = [(c, _unlinked(c)) for c in node if isinstance(c.tag, str)]
         if not kids:
             break
         best, best_len = max(kids, key=lambda k: k[1])
-        if best_len < max(200, 0.5 * _unlinked(node)) or best.tag in _TEXT_LEVEL or \
+        if best_len < max(200, 0.5 * node_len) or best.tag in _TEXT_LEVEL or \
                 any(c.tag == "p" and own >= 80 for c, own in kids):
             break  # (beside paragraphs are the text's own blocks: a list of linked sources)
         kind = set((best.get("class") or "").split())
+        best_text = text_len(best)
         for c, _ in kids:
             if c is best or c.tag in _NOT_COLUMNS or kind & set((c.get("class") or "").split()):
                 continue  # (a paragraph or a row of links beside a block is the text's: a
@@ -330,12 +331,12 @@ def _side_columns(root: Any, teasers: set[Any]) -> list[Any]:
             size = text_len(c)
             linked = _linked(c, teasers) if size >= 50 else 0
             if linked > 0.5 * size and size - linked < 0.5 * best_len and \
-                    size <= 3 * text_len(best) and \
+                    size <= 3 * best_text and \
                     len(c.findall(".//a")) >= 3 and c.find(".//pre") is None and \
                     not _holds_title(c, root) and not _titles(c, size) and \
                     not is_admonition(c, c.get("class") or "") and not _reference(c):
                 out.append(c)
-        node = best
+        node, node_len = best, best_len
     return out
 
 

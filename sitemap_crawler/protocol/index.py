@@ -177,11 +177,11 @@ def _load_base(state: StateDir, listed: dict[str, Any]) -> Index:
     the sshfs mounts: a lost update).  So the bytes must have the digest the list records;
     read again until they do, for at most S1's window.  A list that names another base
     by now means a compaction replaced it: the whole read starts again.  A mismatch that
-    stays is a crash between base and list (I6) and the base is taken as it is: at once on
-    a local disk, which has no stale cache."""
+    stays is a crash between base and list (I6) and the base is taken as it is.  A local
+    disk has no stale cache: read as it is, with no digest pass (as ``_settled_base``)."""
     path = state.index_path
     want = listed.get("base_hash")
-    if not want:  # an earlier version's base, or none: no digest to check against
+    if not want or not on_network_fs(path):  # an earlier version's base, or a local disk
         return load(path)
     deadline = time.monotonic() + STALE_SIZE_WINDOW
     pause = 0.1
@@ -194,7 +194,7 @@ def _load_base(state: StateDir, listed: dict[str, Any]) -> Index:
             break
         if _read_list(state).get("base_id") != listed.get("base_id"):
             raise _Replaced(path)
-        if time.monotonic() >= deadline or not on_network_fs(path):
+        if time.monotonic() >= deadline:
             if raw is None:
                 return {}
             break
