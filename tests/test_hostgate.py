@@ -70,6 +70,36 @@ def test_acquire_release_renames_the_token(tmp_path):
     assert tokens(g.slots_dir(HOST, 2)) == ["slot-0.free", "slot-1.free"]
 
 
+def test_the_slot_this_process_gave_back_is_tried_first(tmp_path):
+    """With 8 slots of which one was just handed back here, the next acquire takes that
+    one with its first rename, not after ~4 failed ones in a random order (each a rename,
+    a stat and a random name: a delay-0 host's turnaround); another gate's scan is not
+    steered."""
+    g = gate(tmp_path, "worker-a")
+    stop = threading.Event()
+    held = [g.acquire(HOST, 0.0, 8, stop) for _ in range(3)]
+    first = held[0]
+    assert first is not None
+    slot = first.slot
+    first.release()
+    for _ in range(20):
+        lease = g.acquire(HOST, 0.0, 8, stop)
+        assert lease is not None and lease.slot == slot
+        lease.release()
+    # what this process gave back last comes first, most recent first
+    held[1].release()
+    again = g.acquire(HOST, 0.0, 8, stop)
+    assert again.slot == held[1].slot
+    again.release()
+    seen = set()
+    for i in range(40):  # a fresh process each time: no hint, the random order
+        lease = gate(tmp_path, f"worker-b{i}").acquire(HOST, 0.0, 8, stop)
+        seen.add(lease.slot)
+        lease.release()
+    assert len(seen) > 2
+    held[2].release()
+
+
 def test_parallel_slots_limit_and_serial_uses_slot_zero(tmp_path):
     g1, g2, g3 = gate(tmp_path, "a"), gate(tmp_path, "b"), gate(tmp_path, "c")
     stop = threading.Event()

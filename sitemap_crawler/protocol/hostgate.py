@@ -20,7 +20,8 @@ Invariants (the protocol):
   copied or deleted.
 * G2. Acquire = rename ``slot-<k>.free`` to ``slot-<k>.held.<me>.<nonce>``, a name nobody
   else will use; the win is verified by checking that the destination exists (SMB can report
-  success to a loser).  No listdir is needed: it is slow and stale on sshfs.
+  success to a loser).  No listdir is needed: it is slow and stale on sshfs.  The order
+  in which slots are tried is free: a process tries the slots it gave back last first.
 * G3. Release = rename ``slot-<k>.held.<me>.<nonce>`` back to ``slot-<k>.free``.  By G1 the
   name ``slot-<k>.free`` cannot exist while the token is held, so this never renames onto an
   existing name (not atomic on SMB).  If the held name is gone, a reclaimer took the token
@@ -231,6 +232,7 @@ class HostGate:
         self._seq = 0
         self._free_at: dict[str, float] = {}
         self._last_delay: dict[str, float] = {}
+        self._given_back: dict[str, list[int]] = {}  # host -> slots we freed, last at the end
         self._returned = threading.Condition()
         self._releaser: threading.Thread | None = None
         self._closed = False
@@ -294,10 +296,12 @@ class HostGate:
         pause = 0.005
         while not stop.is_set():
             random.shuffle(candidates)
-            for k in candidates:
+            nonce = self._nonce()  # one per scan: each slot's held name is still unique (G2)
+            for k in self._likely_free(host, candidates):
                 free = slots / f"slot-{k}.free"
-                held = slots / f"slot-{k}.held.{self.worker_id}.{self._nonce()}"
+                held = slots / f"slot-{k}.held.{self.worker_id}.{nonce}"
                 if move_exclusive(free, held):
+                    self._taken(host, k)
                     return Lease(self, host, k, free, held, delay, stop)
             now = time.monotonic()
             if now >= next_stale_check:
@@ -309,6 +313,23 @@ class HostGate:
                 self._returned.wait(random.uniform(pause, pause * 5))
             pause = min(pause * 1.5, 0.02)
         return None
+
+    def _likely_free(self, host: str, candidates: list[int]) -> list[int]:
+        """``candidates`` with the slots this process gave back last tried first: with
+        P slots and one free, a random order tried (P+1)/2 renames (each a failed rename
+        and a stat) before the one this process had just handed back.  Only an order: the
+        rename still decides (G2)."""
+        if len(candidates) < 2:
+            return candidates
+        with self._returned:
+            first = self._given_back.get(host, [])[::-1]
+        return first + [k for k in candidates if k not in first] if first else candidates
+
+    def _taken(self, host: str, k: int) -> None:
+        with self._returned:
+            back = self._given_back.get(host)
+            if back and k in back:
+                back.remove(k)
 
     # -- G8: deferred release, free_at -------------------------------------------------
 
@@ -394,6 +415,11 @@ class HostGate:
             try:
                 os.rename(lease.held_path, lease.free_path)
                 with self._returned:
+                    back = self._given_back.setdefault(lease.host, [])
+                    if lease.slot in back:
+                        back.remove(lease.slot)
+                    back.append(lease.slot)
+                    del back[:-4]  # a hint, not a record: a few are enough
                     self._returned.notify_all()
                 return
             except FileNotFoundError:
