@@ -135,6 +135,7 @@ def main() -> None:
           "time": time.strftime("%Y-%m-%dT%H:%M:%S"),
           "loadavg": [round(x, 2) for x in os.getloadavg()], "cpus": os.cpu_count()})
     for shape in shapes:
+        outs: list[Path] = []
         root = work / f"site-{shape}"
         man = ensure_site(root, a.pages, shape)
         ng = Nginx(root, access_log=True)
@@ -148,8 +149,12 @@ def main() -> None:
                 if a.skip_scrapy:
                     tools = ["ours"]
                 for tool in tools:
-                    out = work / f"{tool}-{shape}"
+                    # A fresh folder a round, all removed at the end: deleting the last
+                    # round's files right before a run made its new inodes cost more (ext4),
+                    # three a page for us and one for Scrapy.
+                    out = work / f"{tool}-{shape}-r{rnd}"
                     shutil.rmtree(out, ignore_errors=True)
+                    outs.append(out)
                     load0 = os.getloadavg()[0]
                     ng.status_counts(reset=True)
                     if tool == "ours":
@@ -174,6 +179,8 @@ def main() -> None:
                     emit(rec)
         finally:
             ng.close()
+            for out in outs:
+                shutil.rmtree(out, ignore_errors=True)
     emit({"event": "end", "loadavg": [round(x, 2) for x in os.getloadavg()]})
     summarize(results)
 
