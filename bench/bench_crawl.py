@@ -46,7 +46,7 @@ from bench import site as bench_site
 from bench.bench_links import _children_cpu, server_view
 from bench.bench_work import scrapy
 from bench.nginx import Nginx
-from bench.scrapy_baseline import ensure_installed
+from bench.scrapy_baseline import compile_ours, ensure_installed
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -116,6 +116,7 @@ def main() -> None:
             ap.error(f"unknown shape {s!r}")
     if not a.skip_scrapy:
         ensure_installed(("scrapy",))
+    compile_ours()  # equal footing: both tools run from bytecode (scrapy_baseline.py)
     work = a.workdir or Path(tempfile.mkdtemp(prefix="bench-crawl-"))
     work.mkdir(parents=True, exist_ok=True)
     results = work / "results.jsonl"

@@ -47,6 +47,7 @@ from typing import Any
 
 import yaml
 
+from bench.scrapy_baseline import compile_ours
 from bench.slowhosts import politeness
 
 REPO = Path(__file__).resolve().parents[1]
@@ -271,6 +272,7 @@ def main(argv: list[str] | None = None) -> int:
     tools = args.tools.split(",")
     if "scrapy" in tools:
         ensure_scrapy()
+    compile_ours()  # equal footing: both tools run from bytecode (scrapy_baseline.py)
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=REPO,
                             capture_output=True, text=True).stdout.strip()
     for rnd in range(args.rounds):

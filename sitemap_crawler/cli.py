@@ -11,6 +11,7 @@ the traceback for bug reports).
 from __future__ import annotations
 
 import contextlib
+import gc
 import json
 import logging
 import os
@@ -537,6 +538,11 @@ def main() -> None:
         sys.exit(1)
     if rv == EXIT_INTERRUPTED:  # the CLI library caught a KeyboardInterrupt itself
         typer.echo("interrupted", err=True)
+    # The command is over and its files closed: the interpreter's exit need not walk the
+    # heap for cycles (typer, pydantic, httpx, lxml: ~0.1 s of a crawl's wall time, seen
+    # after the last page of a 1,000-page crawl).  atexit handlers (log flushing) still run.
+    gc.disable()
+    gc.freeze()
     sys.exit(rv if isinstance(rv, int) else 0)
 
 
