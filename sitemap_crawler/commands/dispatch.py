@@ -359,6 +359,9 @@ class Dispatcher:
                 if not self.stop.is_set() and self.fatal is None and self.watch.calm() \
                         and self._dispatch():
                     return
+            except BaseException as e:  # a bug of ours stops the process, as on the loop;
+                self.fatal = self.fatal or e  # it is not this URL's failure
+                self.stop.set()
             finally:
                 self._lock.release()
         self._events.put((job, "fetched", None))  # (a second "fetched" changes nothing)
