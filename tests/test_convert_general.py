@@ -297,3 +297,39 @@ def test_a_table_layouts_navigation_column_with_section_labels_is_left_out():
     md = convert(body)
     assert md.startswith("# Kiwi players") and md.count("Kiwi players flayed") == 4
     assert "Panorama" not in md and "Infoline" not in md and "Edmund Hillary" not in md
+
+
+_TRAINING = ("<p>Whether you need an accountability partner, new exercises or want to improve "
+             "overall strength, the Y has a personal trainer for you, at thirteen locations.</p>")
+
+
+def test_an_accordion_marked_as_a_tablist_keeps_its_panels():
+    # a Drupal YMCA site (Bootstrap paragraphs): the accordion is div role=tablist, each
+    # header role=tab holds its own panel (role=tabpanel), and one panel holds a tab set
+    # (a tablist around its nav and tab panes).  Before: a tablist was read for its labels
+    # only, and three quarters of the page (trainer bios, price tables) were dropped.
+    def card(i: int, title: str, inner: str) -> str:
+        return (f'<div class="card panel panel-default"><div class="card-header panel-heading" '
+                f'role="tab" id="heading-acc-{i}"><h3 class="panel-title"><a href="#c-{i}" '
+                f'data-toggle="collapse">{title}</a></h3>'
+                f'<div id="c-{i}" class="card-block panel-collapse collapse" role="tabpanel" '
+                f'aria-labelledby="heading-acc-{i}"><div class="bp-text">{inner}</div></div>'
+                f'</div></div>')
+    tabs = ('<div id="tab-1" role="tablist"><ul class="nav nav-tabs">'
+            '<li><a href="#tab-1-1" role="tab">Kaylee Meyers</a></li>'
+            '<li><a href="#tab-1-2" role="tab">Caleb Cummings</a></li></ul>'
+            '<div class="tab-content"><div role="tabpanel" class="tab-pane active" id="tab-1-1">'
+            "<p>Kaylee is a certified trainer who specialises in strength and conditioning "
+            "for all ages.</p></div><div role=\"tabpanel\" class=\"tab-pane\" id=\"tab-1-2\">"
+            "<p>Caleb is a certified personal trainer at the Bob Sierra YMCA.</p></div></div>"
+            "</div>")
+    body = f"""<main role="main"><h1>Personal and Group Training</h1>{_TRAINING * 2}
+      <div class="paragraph--type--bp-accordion" id="accordion-1" role="tablist"
+        aria-multiselectable="true">
+        {card(1, "Personal Training", _TRAINING * 2 + "<p>16 sessions: $825</p>")}
+        {card(2, "Meet our trainers", tabs)}</div></main>"""
+    md = convert(body)
+    assert "Personal Training" in md and "16 sessions: $825" in md
+    assert md.count("the Y has a personal trainer") == 4
+    assert "Kaylee is a certified trainer" in md and "Caleb is a certified" in md
+    assert "Caleb Cummings" in md
