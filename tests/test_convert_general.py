@@ -333,3 +333,36 @@ def test_an_accordion_marked_as_a_tablist_keeps_its_panels():
     assert md.count("the Y has a personal trainer") == 4
     assert "Kaylee is a certified trainer" in md and "Caleb is a certified" in md
     assert "Caleb Cummings" in md
+
+
+def test_a_listing_that_is_only_linked_items_is_not_left_empty():
+    # a shop's best-seller page (amazon.com/zgbs): no <main>, a grid of ranked items, each
+    # a picture link, a title link, an author link, a format and a price link.  Link lists
+    # without prose are menus on such a page; here they were all the page held, and it came
+    # out as its title alone (empty: not written).
+    books = [("A Court of Thorns and Roses", "Sarah J. Maas", "22.40"),
+             ("Theo of Golden: A Novel", "Allen Levi", "18.99"),
+             ("The Let Them Theory", "Mel Robbins", "17.50"),
+             ("Sunrise on the Reaping", "Suzanne Collins", "19.60"),
+             ("Atomic Habits", "James Clear", "14.99"),
+             ("Onyx Storm (Deluxe Limited Edition)", "Rebecca Yarros", "24.10"),
+             ("The Housemaid", "Freida McFadden", "9.99"), ("Dog Man", "Dav Pilkey", "7.20"),
+             ("The Four Agreements", "Don Miguel Ruiz", "8.40")]
+    items = "".join(
+        f'<li class="zg-no-numbers"><div class="a-cardui grid-cell"><span>#{i + 1}</span>'
+        f'<a href="/dp/{i}"><img src="/i/{i}.jpg"></a><a href="/dp/{i}"><div>{title}</div></a>'
+        f'<div><a href="/author/{i}">{author}</a></div><div>Hardcover</div>'
+        f'<a href="/dp/{i}/offers"><span>${price}</span></a></div></li>'
+        for i, (title, author, price) in enumerate(books))
+    body = f"""<div id="a-page"><div id="nav"><a href="/">Today's Deals</a>
+      <a href="/gift">Gift Cards</a> <a href="/sell">Sell</a></div>
+      <div id="zg"><div class="a-column" id="zg-left-col"><ul>
+        <li><a href="/b/1">Arts &amp; Photography</a></li><li><a href="/b/2">Biographies</a></li>
+        <li><a href="/b/3">Business &amp; Money</a></li></ul></div>
+      <div class="a-column" id="zg-right-col"><div class="celwidget"><div id="cards">
+        <div class="card-title"><h1>Best Sellers in Books</h1></div>
+        <div class="a-cardui"><ol class="p13n-gridRow">{items}</ol></div></div></div></div>
+      </div></div>"""
+    md = convert(body)
+    assert md.startswith("# Best Sellers in Books")
+    assert all(t in md and a in md for t, a, _ in books) and "$24.10" in md
