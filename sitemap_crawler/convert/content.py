@@ -302,7 +302,40 @@ def _widgets(root: Any, news: bool, story: bool = False) -> set[Any]:
             menus.add(el)
         if not _listing(root, root_len, out, menus):
             out.update(menus)
+    out.update(_copies(root))
     return out
+
+
+_COPY_TAGS = ("p", "li", "blockquote", "dd", "div", "section")
+_COPY_LEAST, _COPY_MOST = 60, 3000  # characters: a sentence or more, up to a post's length
+_IN_CODE_OR_TABLE = XPath("boolean(ancestor::pre|ancestor::code|ancestor::table)")
+
+
+def _copies(root: Any) -> set[Any]:
+    """Blocks that repeat an earlier block of the root word for word: a reply's quote of a
+    post above it, a second copy of a block laid out for another screen size.  The first
+    copy stays.  Not code or a table's cells (their repeats are data), nor a block repeated
+    beside itself (a refrain, like items of a list)."""
+    seen: dict[str, Any] = {}
+    found: set[Any] = set()
+    for el in root.iter(_COPY_TAGS):
+        if el is root:
+            continue
+        size = int(STRLEN(el))
+        if not _COPY_LEAST <= size <= _COPY_MOST:
+            continue
+        key = " ".join(STR(el).split())
+        if len(key) < _COPY_LEAST:
+            continue
+        if el.find(".//pre") is not None or el.find(".//table") is not None:
+            continue
+        first = seen.get(key)
+        if first is None:
+            seen[key] = el
+        elif first.getparent() is not el.getparent() and first not in el.iterancestors() and \
+                not any(a in found for a in el.iterancestors()) and not _IN_CODE_OR_TABLE(el):
+            found.add(el)
+    return found
 
 
 _LISTING_LEFT = 200  # characters: less left beside the link lists, and they are the page
