@@ -397,3 +397,39 @@ def test_a_reply_quoting_a_post_above_it_is_not_the_post_again():
     md = convert(body)
     assert md.count("charged me over 1500 AUD") == 1 and "refund took months" in md
     assert md.count("luggage_fee(kilos)") == 2
+
+
+_SCARLETT = ("<p>The 4th-gen Scarlett 4i4 offers a significant upgrade over previous "
+             "generations, boasting updated mic preamps, Auto Gain and Clip Safe features.</p>")
+
+
+def test_customer_reviews_under_a_product_are_not_its_description():
+    # a shop's product page (sweetwater.com): <main> holds the description, then a list of
+    # article.product-review, each a star rating (aria-label "Rated 5 out of 5 stars"), a
+    # title, a buyer's text and a byline.  Before: every review came out as the page's text.
+    def review(i: int) -> str:
+        return (f'<article class="product-review"><header class="product-review__header">'
+                f'<span class="rating__stars" role="img" aria-label="Rated {5 - i % 2} out of 5 '
+                f'stars"><i aria-hidden="true"></i></span><div class="t-h3">Great interface '
+                f'number {i}</div></header><section class="product-review__body">I bought this '
+                f"to record my band at home, and it has been easy to set up and sounds great "
+                f"with every microphone I tried, review {i}.</section><footer>by <span>Buyer "
+                f'{i}</span> on <time datetime="2025-11-24">November 24, 2025</time></footer>'
+                f"</article>")
+    reviews = "".join(review(i) for i in range(4))
+    body = f"""<main><h1>Focusrite Scarlett 4i4 4th Gen</h1>{_SCARLETT * 8}
+      <section class="product-reviews"><h2>Reviews</h2>
+        <div class="product-reviews__list">{reviews}</div></section></main>"""
+    md = convert(body)
+    assert md.count("significant upgrade") == 8 and "record my band" not in md
+    # a rated list that is the page's outline (a listicle's entries), or product cards
+    # without written text, stays
+    entries = "".join(f'<div class="entry"><h3>Mover {i}</h3><span aria-label="{i} out of '
+                      f'5 stars"></span>{_SCARLETT.replace("4th", f"{i + 4}th")}</div>'
+                      for i in range(1, 5))
+    cards = "".join(f'<div class="card"><a href="/p/{i}">Beard Oil {i}</a> From $29 '
+                    f'<span title="4.6 out of 5 stars"></span></div>' for i in range(4))
+    md = convert(f"<main><h1>Best interfaces</h1>{_SCARLETT}<div>{entries}</div>"
+                 f"<div>{cards}</div></main>")
+    assert "### Mover 4\n" in md and md.count("significant upgrade") == 5
+    assert "Beard Oil 3" in md

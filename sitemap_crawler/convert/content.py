@@ -29,7 +29,9 @@ a named block that holds prose stays unless it is link-dense or looks like a com
 (a form, avatars, repeated items).  Widgets found by structure alone: groups of teaser cards
 (linked headlines of other pages), source views behind a "View Source" toggle, a code
 block's language label, a short box around a "source" link; without generator markup,
-link lists without prose (menus), unless they are all the root holds (a shop's listing).
+link lists without prose (menus), unless they are all the root holds (a shop's listing);
+a block repeating an earlier one word for word (a reply's quote); a list of items that each
+carry a star rating and a buyer's text (customer reviews).
 """
 
 from __future__ import annotations
@@ -303,6 +305,43 @@ def _widgets(root: Any, news: bool, story: bool = False) -> set[Any]:
         if not _listing(root, root_len, out, menus):
             out.update(menus)
     out.update(_copies(root))
+    out.update(_rated_lists(root, root_len))
+    return out
+
+
+# a star rating as people read it: "Rated 5 out of 5 stars", "5 star review", "4.6/5", ★★★★★
+_RATING_RE = re.compile(r"(?:^|\s)(?:rated\s+)?[0-5](?:\.\d+)?\s*(?:out of\s*5(?:\.0)?|/\s*5|"
+                        r"stars?)(?:\W|$)|★{3}", re.I)
+_LABELLED = XPath(".//*[@aria-label or @title]")
+_STARS = XPath(".//text()[contains(., '★★★')]")
+
+
+def _rated_lists(root: Any, root_len: int) -> set[Any]:
+    """Customer reviews: three or more items of one kind, each with a star rating (in its
+    label or its text) and most with written text, no heading of the page's outline among
+    them (a listicle's rated entries are its sections), and not most of the root."""
+    ratings = [e for e in _LABELLED(root)
+               if _RATING_RE.search(e.get("aria-label") or e.get("title") or "")]
+    ratings += [t.getparent() for t in _STARS(root)]
+    rated: dict[Any, set[Any]] = {}
+    for r in ratings:
+        for node in r.iterancestors():
+            if node is root:
+                break
+            parent = node.getparent()
+            if parent is None:
+                break
+            kind = (node.tag, node.get("class"))
+            if sum(1 for s in parent if (s.tag, s.get("class")) == kind) >= 3:
+                rated.setdefault(parent, set()).add(node)
+                break
+    out = set()
+    for group, items in rated.items():
+        if len(items) < 3 or text_len(group) > 0.5 * root_len or \
+                any(True for i in items for _ in i.iter("h1", "h2", "h3")):
+            continue
+        if sum(text_len(i) >= 120 for i in items) >= 0.5 * len(items):
+            out.add(group)
     return out
 
 
