@@ -312,7 +312,9 @@ def _widgets(root: Any, news: bool, story: bool = False) -> set[Any]:
 # a star rating as people read it: "Rated 5 out of 5 stars", "5 star review", "4.6/5", ★★★★★
 _RATING_RE = re.compile(r"(?:^|\s)(?:rated\s+)?[0-5](?:\.\d+)?\s*(?:out of\s*5(?:\.0)?|/\s*5|"
                         r"stars?)(?:\W|$)|★{3}", re.I)
-_LABELLED = XPath(".//*[@aria-label or @title]")
+_RATING_LABELS = XPath(
+    ".//@*[name()='aria-label' or name()='title'][contains(., 'star') or contains(., 'Star') "
+    "or contains(., 'of 5') or contains(., '/5') or contains(., '/ 5')]")
 _STARS = XPath(".//text()[contains(., '★★★')]")
 
 
@@ -320,8 +322,7 @@ def _rated_lists(root: Any, root_len: int) -> set[Any]:
     """Customer reviews: three or more items of one kind, each with a star rating (in its
     label or its text) and most with written text, no heading of the page's outline among
     them (a listicle's rated entries are its sections), and not most of the root."""
-    ratings = [e for e in _LABELLED(root)
-               if _RATING_RE.search(e.get("aria-label") or e.get("title") or "")]
+    ratings = [a.getparent() for a in _RATING_LABELS(root) if _RATING_RE.search(a)]
     ratings += [t.getparent() for t in _STARS(root)]
     rated: dict[Any, set[Any]] = {}
     for r in ratings:
@@ -346,20 +347,27 @@ def _rated_lists(root: Any, root_len: int) -> set[Any]:
 
 
 _COPY_TAGS = ("p", "li", "blockquote", "dd", "div", "section")
-_COPY_LEAST, _COPY_MOST = 60, 3000  # characters: a sentence or more, up to a post's length
-_IN_CODE_OR_TABLE = XPath("boolean(ancestor::pre|ancestor::code|ancestor::table)")
+_COPY_LEAST, _COPY_MOST = 100, 3000  # characters: two sentences or more, up to a post's
+_IN_DATA = XPath("boolean(ancestor::pre|ancestor::code|ancestor::table|ancestor::dd)")
+
+
+def _own_text(el: Any) -> bool:
+    text = el.text
+    return bool(text and not text.isspace()) or \
+        any(c.tail and not c.tail.isspace() for c in el)
 
 
 def _copies(root: Any) -> set[Any]:
     """Blocks that repeat an earlier block of the root word for word: a reply's quote of a
     post above it, a second copy of a block laid out for another screen size.  The first
-    copy stays.  Not code or a table's cells (their repeats are data), nor a block repeated
-    beside itself (a refrain, like items of a list)."""
+    copy stays.  Not code, a table's cells or a reference entry's description (their
+    repeats are data: "Changed in version 3.13: ..."), nor a block repeated beside itself (a
+    refrain, like items of a list)."""
     seen: dict[str, Any] = {}
     found: set[Any] = set()
     for el in root.iter(_COPY_TAGS):
-        if el is root:
-            continue
+        if el is root or not _own_text(el):
+            continue  # (a wrapper's copy is its blocks' copies)
         size = int(STRLEN(el))
         if not _COPY_LEAST <= size <= _COPY_MOST:
             continue
@@ -372,7 +380,7 @@ def _copies(root: Any) -> set[Any]:
         if first is None:
             seen[key] = el
         elif first.getparent() is not el.getparent() and first not in el.iterancestors() and \
-                not any(a in found for a in el.iterancestors()) and not _IN_CODE_OR_TABLE(el):
+                not any(a in found for a in el.iterancestors()) and not _IN_DATA(el):
             found.add(el)
     return found
 
