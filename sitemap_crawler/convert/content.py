@@ -309,21 +309,18 @@ def _widgets(root: Any, news: bool, story: bool = False) -> set[Any]:
     return out
 
 
-# a star rating as people read it: "Rated 5 out of 5 stars", "5 star review", "4.6/5", ★★★★★
+# a star rating's label: "Rated 5 out of 5 stars", "5 star review", "4.6/5"
 _RATING_RE = re.compile(r"(?:^|\s)(?:rated\s+)?[0-5](?:\.\d+)?\s*(?:out of\s*5(?:\.0)?|/\s*5|"
-                        r"stars?)(?:\W|$)|★{3}", re.I)
-_RATING_LABELS = XPath(
-    ".//@*[name()='aria-label' or name()='title'][contains(., 'star') or contains(., 'Star') "
-    "or contains(., 'of 5') or contains(., '/5') or contains(., '/ 5')]")
-_STARS = XPath(".//text()[contains(., '★★★')]")
+                        r"stars?)(?:\W|$)", re.I)
+_RATING_LABELS = XPath(".//@aria-label[contains(., 'tar') or contains(., '5')] | "
+                       ".//@title[contains(., 'tar') or contains(., '5')]")
 
 
 def _rated_lists(root: Any, root_len: int) -> set[Any]:
-    """Customer reviews: three or more items of one kind, each with a star rating (in its
-    label or its text) and most with written text, no heading of the page's outline among
+    """Customer reviews: three or more items of one kind, each with a star rating (its
+    ``aria-label`` or ``title``) and most with written text, no heading of the page's outline among
     them (a listicle's rated entries are its sections), and not most of the root."""
     ratings = [a.getparent() for a in _RATING_LABELS(root) if _RATING_RE.search(a)]
-    ratings += [t.getparent() for t in _STARS(root)]
     rated: dict[Any, set[Any]] = {}
     for r in ratings:
         for node in r.iterancestors():
