@@ -318,8 +318,8 @@ _RATING_LABELS = XPath(".//@aria-label[contains(., 'tar') or contains(., '5')] |
 
 def _rated_lists(root: Any, root_len: int) -> set[Any]:
     """Customer reviews: three or more items of one kind, each with a star rating (its
-    ``aria-label`` or ``title``) and most with written text, no heading of the page's outline among
-    them (a listicle's rated entries are its sections), and not most of the root."""
+    ``aria-label`` or ``title``) and most with written text, with no heading of the page's
+    outline among them (a listicle's rated entries are its sections), not most of the root."""
     ratings = [a.getparent() for a in _RATING_LABELS(root) if _RATING_RE.search(a)]
     rated: dict[Any, set[Any]] = {}
     for r in ratings:
