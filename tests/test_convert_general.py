@@ -369,36 +369,6 @@ def test_a_listing_that_is_only_linked_items_is_not_left_empty():
     assert all(t in md and a in md for t, a, _ in books) and "$24.10" in md
 
 
-_LUGGAGE = ("Booked through one of these agents and they charged me over 1500 AUD for the "
-            "excess luggage, which the airline itself would have let me pay at the counter.")
-
-
-def test_a_reply_quoting_a_post_above_it_is_not_the_post_again():
-    # a XenForo thread (australianfrequentflyer.com.au): each reply that quotes a post holds
-    # its whole text again in blockquote.bbCodeBlock ("X said:", "Click to expand...").
-    # Before: every quoted post came out twice.  The post above keeps its text; a repeated
-    # short line, code and a table's cells are data, and stay.
-    def post(who: str, inner: str) -> str:
-        return (f'<article class="message message--post"><div class="message-inner">'
-                f'<div class="message-cell message-cell--user"><h4>{who}</h4></div>'
-                f'<div class="message-cell message-cell--main"><article class="message-body">'
-                f'<div class="bbWrapper">{inner}</div></article></div></div></article>')
-    quote = ('<blockquote class="bbCodeBlock bbCodeBlock--expandable bbCodeBlock--quote">'
-             '<div class="bbCodeBlock-title"><a href="/goto/post?id=1">latawiec said:</a></div>'
-             f'<div class="bbCodeBlock-content"><div class="bbCodeBlock-expandContent">'
-             f'{_LUGGAGE}</div><div class="bbCodeBlock-expandLink">Click to expand...</div>'
-             '</div></blockquote>')
-    code = "<pre><code>fare = base + luggage_fee(kilos) * 2  # both legs of the trip</code></pre>"
-    body = f"""<div class="p-body"><h1>Why you should not book flights with these agents</h1>
-      <div class="block-body">{post("latawiec", _LUGGAGE)}
-        {post("Mal", quote + "Happened to me too, and the refund took months. " + code)}
-        {post("Ed", "Same here, and the airline said it could do nothing. " + code)}
-      </div></div>"""
-    md = convert(body)
-    assert md.count("charged me over 1500 AUD") == 1 and "refund took months" in md
-    assert md.count("luggage_fee(kilos)") == 2
-
-
 _SCARLETT = ("<p>The 4th-gen Scarlett 4i4 offers a significant upgrade over previous "
              "generations, boasting updated mic preamps, Auto Gain and Clip Safe features.</p>")
 

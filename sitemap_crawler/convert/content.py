@@ -30,8 +30,7 @@ a named block that holds prose stays unless it is link-dense or looks like a com
 (linked headlines of other pages), source views behind a "View Source" toggle, a code
 block's language label, a short box around a "source" link; without generator markup,
 link lists without prose (menus), unless they are all the root holds (a shop's listing);
-a block repeating an earlier one word for word (a reply's quote); a list of items that each
-carry a star rating and a buyer's text (customer reviews).
+a list of items that each carry a star rating and a buyer's text (customer reviews).
 """
 
 from __future__ import annotations
@@ -304,7 +303,6 @@ def _widgets(root: Any, news: bool, story: bool = False) -> set[Any]:
             menus.add(el)
         if not _listing(root, root_len, out, menus):
             out.update(menus)
-    out.update(_copies(root))
     out.update(_rated_lists(root, root_len))
     return out
 
@@ -341,45 +339,6 @@ def _rated_lists(root: Any, root_len: int) -> set[Any]:
         if sum(text_len(i) >= 120 for i in items) >= 0.5 * len(items):
             out.add(group)
     return out
-
-
-_COPY_TAGS = ("p", "li", "blockquote", "dd", "div", "section")
-_COPY_LEAST, _COPY_MOST = 100, 3000  # characters: two sentences or more, up to a post's
-_IN_DATA = XPath("boolean(ancestor::pre|ancestor::code|ancestor::table|ancestor::dd)")
-
-
-def _own_text(el: Any) -> bool:
-    text = el.text
-    return bool(text and not text.isspace()) or \
-        any(c.tail and not c.tail.isspace() for c in el)
-
-
-def _copies(root: Any) -> set[Any]:
-    """Blocks that repeat an earlier block of the root word for word: a reply's quote of a
-    post above it, a second copy of a block laid out for another screen size.  The first
-    copy stays.  Not code, a table's cells or a reference entry's description (their
-    repeats are data: "Changed in version 3.13: ..."), nor a block repeated beside itself (a
-    refrain, like items of a list)."""
-    seen: dict[str, Any] = {}
-    found: set[Any] = set()
-    for el in root.iter(_COPY_TAGS):
-        if el is root or not _own_text(el):
-            continue  # (a wrapper's copy is its blocks' copies)
-        size = int(STRLEN(el))
-        if not _COPY_LEAST <= size <= _COPY_MOST:
-            continue
-        key = " ".join(STR(el).split())
-        if len(key) < _COPY_LEAST:
-            continue
-        if el.find(".//pre") is not None or el.find(".//table") is not None:
-            continue
-        first = seen.get(key)
-        if first is None:
-            seen[key] = el
-        elif first.getparent() is not el.getparent() and first not in el.iterancestors() and \
-                not any(a in found for a in el.iterancestors()) and not _IN_DATA(el):
-            found.add(el)
-    return found
 
 
 _LISTING_LEFT = 200  # characters: less left beside the link lists, and they are the page
