@@ -297,3 +297,109 @@ def test_a_table_layouts_navigation_column_with_section_labels_is_left_out():
     md = convert(body)
     assert md.startswith("# Kiwi players") and md.count("Kiwi players flayed") == 4
     assert "Panorama" not in md and "Infoline" not in md and "Edmund Hillary" not in md
+
+
+_TRAINING = ("<p>Whether you need an accountability partner, new exercises or want to improve "
+             "overall strength, the Y has a personal trainer for you, at thirteen locations.</p>")
+
+
+def test_an_accordion_marked_as_a_tablist_keeps_its_panels():
+    # a Drupal YMCA site (Bootstrap paragraphs): the accordion is div role=tablist, each
+    # header role=tab holds its own panel (role=tabpanel), and one panel holds a tab set
+    # (a tablist around its nav and tab panes).  Before: a tablist was read for its labels
+    # only, and three quarters of the page (trainer bios, price tables) were dropped.
+    def card(i: int, title: str, inner: str) -> str:
+        return (f'<div class="card panel panel-default"><div class="card-header panel-heading" '
+                f'role="tab" id="heading-acc-{i}"><h3 class="panel-title"><a href="#c-{i}" '
+                f'data-toggle="collapse">{title}</a></h3>'
+                f'<div id="c-{i}" class="card-block panel-collapse collapse" role="tabpanel" '
+                f'aria-labelledby="heading-acc-{i}"><div class="bp-text">{inner}</div></div>'
+                f'</div></div>')
+    tabs = ('<div id="tab-1" role="tablist"><ul class="nav nav-tabs">'
+            '<li><a href="#tab-1-1" role="tab">Kaylee Meyers</a></li>'
+            '<li><a href="#tab-1-2" role="tab">Caleb Cummings</a></li></ul>'
+            '<div class="tab-content"><div role="tabpanel" class="tab-pane active" id="tab-1-1">'
+            "<p>Kaylee is a certified trainer who specialises in strength and conditioning "
+            "for all ages.</p></div><div role=\"tabpanel\" class=\"tab-pane\" id=\"tab-1-2\">"
+            "<p>Caleb is a certified personal trainer at the Bob Sierra YMCA.</p></div></div>"
+            "</div>")
+    body = f"""<main role="main"><h1>Personal and Group Training</h1>{_TRAINING * 2}
+      <div class="paragraph--type--bp-accordion" id="accordion-1" role="tablist"
+        aria-multiselectable="true">
+        {card(1, "Personal Training", _TRAINING.replace("thirteen", "ten") * 2
+              + "<p>16 sessions: $825</p>")}
+        {card(2, "Meet our trainers", tabs)}</div></main>"""
+    md = convert(body)
+    assert "Personal Training" in md and "16 sessions: $825" in md
+    assert md.count("the Y has a personal trainer") == 4
+    assert "Kaylee is a certified trainer" in md and "Caleb is a certified" in md
+    assert "Caleb Cummings" in md
+
+
+def test_a_listing_that_is_only_linked_items_is_not_left_empty():
+    # a shop's best-seller page (amazon.com/zgbs): no <main>, a grid of ranked items, each
+    # a picture link, a title link, an author link, a format and a price link.  Link lists
+    # without prose are menus on such a page; here they were all the page held, and it came
+    # out as its title alone (empty: not written).
+    books = [("A Court of Thorns and Roses", "Sarah J. Maas", "22.40"),
+             ("Theo of Golden: A Novel", "Allen Levi", "18.99"),
+             ("The Let Them Theory", "Mel Robbins", "17.50"),
+             ("Sunrise on the Reaping", "Suzanne Collins", "19.60"),
+             ("Atomic Habits", "James Clear", "14.99"),
+             ("Onyx Storm (Deluxe Limited Edition)", "Rebecca Yarros", "24.10"),
+             ("The Housemaid", "Freida McFadden", "9.99"), ("Dog Man", "Dav Pilkey", "7.20"),
+             ("The Four Agreements", "Don Miguel Ruiz", "8.40")]
+    items = "".join(
+        f'<li class="zg-no-numbers"><div class="a-cardui grid-cell"><span>#{i + 1}</span>'
+        f'<a href="/dp/{i}"><img src="/i/{i}.jpg"></a><a href="/dp/{i}"><div>{title}</div></a>'
+        f'<div><a href="/author/{i}">{author}</a></div><div>Hardcover</div>'
+        f'<a href="/dp/{i}/offers"><span>${price}</span></a></div></li>'
+        for i, (title, author, price) in enumerate(books))
+    body = f"""<div id="a-page"><div id="nav"><a href="/">Today's Deals</a>
+      <a href="/gift">Gift Cards</a> <a href="/sell">Sell</a></div>
+      <div id="zg"><div class="a-column" id="zg-left-col"><ul>
+        <li><a href="/b/1">Arts &amp; Photography</a></li><li><a href="/b/2">Biographies</a></li>
+        <li><a href="/b/3">Business &amp; Money</a></li></ul></div>
+      <div class="a-column" id="zg-right-col"><div class="celwidget"><div id="cards">
+        <div class="card-title"><h1>Best Sellers in Books</h1></div>
+        <div class="a-cardui"><ol class="p13n-gridRow">{items}</ol></div></div></div></div>
+      </div></div>"""
+    md = convert(body)
+    assert md.startswith("# Best Sellers in Books")
+    assert all(t in md and a in md for t, a, _ in books) and "$24.10" in md
+
+
+_SCARLETT = ("<p>The 4th-gen Scarlett 4i4 offers a significant upgrade over previous "
+             "generations, boasting updated mic preamps, Auto Gain and Clip Safe features.</p>")
+
+
+def test_customer_reviews_under_a_product_are_not_its_description():
+    # a shop's product page (sweetwater.com): <main> holds the description, then a list of
+    # article.product-review, each a star rating (aria-label "Rated 5 out of 5 stars"), a
+    # title, a buyer's text and a byline.  Before: every review came out as the page's text.
+    def review(i: int) -> str:
+        return (f'<article class="product-review"><header class="product-review__header">'
+                f'<span class="rating__stars" role="img" aria-label="Rated {5 - i % 2} out of 5 '
+                f'stars"><i aria-hidden="true"></i></span><div class="t-h3">Great interface '
+                f'number {i}</div></header><section class="product-review__body">I bought this '
+                f"to record my band at home, and it has been easy to set up and sounds great "
+                f"with every microphone I tried, review {i}.</section><footer>by <span>Buyer "
+                f'{i}</span> on <time datetime="2025-11-24">November 24, 2025</time></footer>'
+                f"</article>")
+    reviews = "".join(review(i) for i in range(4))
+    body = f"""<main><h1>Focusrite Scarlett 4i4 4th Gen</h1>{_SCARLETT * 8}
+      <section class="product-reviews"><h2>Reviews</h2>
+        <div class="product-reviews__list">{reviews}</div></section></main>"""
+    md = convert(body)
+    assert md.count("significant upgrade") == 8 and "record my band" not in md
+    # a rated list that is the page's outline (a listicle's entries), or product cards
+    # without written text, stays
+    entries = "".join(f'<div class="entry"><h3>Mover {i}</h3><span aria-label="{i} out of '
+                      f'5 stars"></span>{_SCARLETT.replace("4th", f"{i + 4}th")}</div>'
+                      for i in range(1, 5))
+    cards = "".join(f'<div class="card"><a href="/p/{i}">Beard Oil {i}</a> From $29 '
+                    f'<span title="4.6 out of 5 stars"></span></div>' for i in range(4))
+    md = convert(f"<main><h1>Best interfaces</h1>{_SCARLETT}<div>{entries}</div>"
+                 f"<div>{cards}</div></main>")
+    assert "### Mover 4\n" in md and md.count("significant upgrade") == 5
+    assert "Beard Oil 3" in md

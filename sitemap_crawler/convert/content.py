@@ -28,7 +28,9 @@ heading, a term, a table's row or cell, or inline text inside a sentence or a li
 a named block that holds prose stays unless it is link-dense or looks like a comment thread
 (a form, avatars, repeated items).  Widgets found by structure alone: groups of teaser cards
 (linked headlines of other pages), source views behind a "View Source" toggle, a code
-block's language label, a short box around a "source" link.
+block's language label, a short box around a "source" link; without generator markup,
+link lists without prose (menus), unless they are all the root holds (a shop's listing);
+a list of items that each carry a star rating and a buyer's text (customer reviews).
 """
 
 from __future__ import annotations
@@ -286,6 +288,7 @@ def _widgets(root: Any, news: bool, story: bool = False) -> set[Any]:
         out.update(_control_panels(root, root_len))
         out.update(_side_columns(root, teasers))
     if news:  # no generator markup to trust: link lists without prose are menus
+        menus = set()
         for el in root.iter("ul", "ol", "div", "section", "table", "aside", "header"):
             if el is root or el in out:
                 continue
@@ -297,8 +300,69 @@ def _widgets(root: Any, news: bool, story: bool = False) -> set[Any]:
                 continue
             if any(_prose(p) for p in el.iter("p")) or _reference(el) or _in_entry(el, root):
                 continue
-            out.add(el)
+            menus.add(el)
+        if not _listing(root, root_len, out, menus):
+            out.update(menus)
+    out.update(_rated_lists(root, root_len))
     return out
+
+
+# a star rating's label: "Rated 5 out of 5 stars", "5 star review", "4.6/5"
+_RATING_RE = re.compile(r"(?:^|\s)(?:rated\s+)?[0-5](?:\.\d+)?\s*(?:out of\s*5(?:\.0)?|/\s*5|"
+                        r"stars?)(?:\W|$)", re.I)
+_RATING_LABELS = XPath(".//@aria-label[contains(., 'tar') or contains(., '5')] | "
+                       ".//@title[contains(., 'tar') or contains(., '5')]")
+
+
+def _rated_lists(root: Any, root_len: int) -> set[Any]:
+    """Customer reviews: three or more items of one kind, each with a star rating (its
+    ``aria-label`` or ``title``) and most with written text, with no heading of the page's
+    outline among them (a listicle's rated entries are its sections), not most of the root."""
+    ratings = [a.getparent() for a in _RATING_LABELS(root) if _RATING_RE.search(a)]
+    rated: dict[Any, set[Any]] = {}
+    for r in ratings:
+        for node in r.iterancestors():
+            if node is root:
+                break
+            parent = node.getparent()
+            if parent is None:
+                break
+            kind = (node.tag, node.get("class"))
+            if sum(1 for s in parent if (s.tag, s.get("class")) == kind) >= 3:
+                rated.setdefault(parent, set()).add(node)
+                break
+    out = set()
+    for group, items in rated.items():
+        if len(items) < 3 or text_len(group) > 0.5 * root_len or \
+                any(True for i in items for _ in i.iter("h1", "h2", "h3")):
+            continue
+        if sum(text_len(i) >= 120 for i in items) >= 0.5 * len(items):
+            out.add(group)
+    return out
+
+
+_LISTING_LEFT = 200  # characters: less left beside the link lists, and they are the page
+
+
+def _listing(root: Any, root_len: int, widgets: set[Any], menus: set[Any]) -> bool:
+    """Are the link lists all the root holds (a shop's grid of best sellers, a listing of
+    linked items with prices and ratings): would leaving them out leave it empty, when
+    without them it holds a page's worth of text?"""
+    return bool(menus) and _left(root, root_len, widgets | menus) < _LISTING_LEFT and \
+        _left(root, root_len, widgets) >= 2 * _LISTING_LEFT
+
+
+def _left(root: Any, root_len: int, widgets: set[Any]) -> int:
+    """Characters of the root outside the widgets (each widget counted once, not inside
+    another)."""
+    gone = 0
+    for w in widgets:
+        node = w.getparent()
+        while node is not None and node is not root and node not in widgets:
+            node = node.getparent()
+        if node is None or node is root:
+            gone += text_len(w)
+    return root_len - gone
 
 
 def _side_columns(root: Any, teasers: set[Any]) -> list[Any]:

@@ -411,6 +411,8 @@ class Renderer:
         a panel is found by the tab's ``aria-controls``/``href``/``for``, else by order
         among the next block's children, else each ``role=tabpanel`` takes the next label."""
         self.brk(2)
+        if el.find(".//*[@role='tabpanel']") is not None:  # an accordion marked as tabs
+            return self.block_children(el)  # (Bootstrap): its headers and panels, in order
         tabs = el.xpath(".//*[@role='tab']") or el.findall(".//label") or \
             [c for c in el if isinstance(c.tag, str)]
         labels = [_collapse("".join(t.itertext())) for t in tabs]
