@@ -297,3 +297,46 @@ def test_a_table_layouts_navigation_column_with_section_labels_is_left_out():
     md = convert(body)
     assert md.startswith("# Kiwi players") and md.count("Kiwi players flayed") == 4
     assert "Panorama" not in md and "Infoline" not in md and "Edmund Hillary" not in md
+
+
+def test_a_sidebars_dropdown_menus_do_not_make_it_the_page():
+    # a Blogger blog (dragnet R59, howaboutorange): a short post beside a sidebar whose
+    # "Browse by date" and "Browse by topic" dropdowns list 80 months and 60 labels.  The
+    # options are never written, but they counted as text: the sidebar held over half the
+    # page, passed for the page's wrapper, and its welcome note came out instead of the post.
+    months = "".join(f"<option>{m} {y} ({n})</option>" for y in range(2006, 2013)
+                     for n, m in enumerate(("January", "February", "March", "April", "May",
+                                            "June", "July", "August", "September",
+                                            "October", "November", "December"), 3))
+    labels = "".join(f"<option>label number {i} (12)</option>" for i in range(60))
+    body = f"""<div id="outer-wrapper"><div id="wrap2">
+      <div id="header-wrapper"><div class="header section" id="header">
+        <a href="/diy">DIY Tutorials</a> <a href="/free">Free Downloads</a></div></div>
+      <div id="content-wrapper"><div id="newsidebar-wrapper">
+        <div class="sidebar section" id="newsidebar">
+          <div class="widget HTML" id="HTML6"><div class="widget-content">Welcome. I'm
+            Jessica Jones, a graphic and textile designer. When I'm not blogging, I'm
+            designing. Visit my <a href="/p">portfolio site</a> for more about my day job,
+            or check out some more work.</div></div>
+          <div class="widget Label" id="Label1"><h2>Browse by topic</h2>
+            <div class="widget-content"><select>{labels}</select></div></div>
+          <div class="widget BlogArchive" id="BlogArchive1"><h2>Browse by date</h2>
+            <div class="widget-content"><select>{months}</select></div></div>
+          <div class="widget Text" id="Text1"><div class="widget-content">You're welcome to
+            link to How About Orange or use a single image with a brief description to link
+            back to any post. Republishing posts in their entirety is prohibited.</div></div>
+        </div></div>
+      <div id="main-wrapper"><div class="main section" id="main"><div class="widget Blog">
+        <div class="blog-posts hfeed"><h2 class="date-header">October 26, 2012</h2>
+          <div class="post"><h3 class="post-title">Print your own Halloween mask</h3>
+            <div class="post-body">Need a last-minute, do-it-yourself Halloween costume?
+              Freelance illustrator Sarah Clark has created free masks you can download,
+              print, and assemble. There are three designs to choose from, with one more
+              coming soon. Get them here at <a href="/cut">Cut &amp; Fold Costumes</a>.
+              <br><br>Have a fun weekend, everyone!</div></div>
+          <div class="comments" id="comments"><h4>4 comments:</h4></div>
+        </div></div></div></div></div></div></div>"""
+    md = convert(body)
+    assert "Need a last-minute" in md and "Have a fun weekend" in md
+    assert "Welcome. I'm" not in md and "Republishing posts" not in md
+
