@@ -340,3 +340,35 @@ def test_a_sidebars_dropdown_menus_do_not_make_it_the_page():
     assert "Need a last-minute" in md and "Have a fun weekend" in md
     assert "Welcome. I'm" not in md and "Republishing posts" not in md
 
+
+def test_a_sites_logo_in_an_h1_does_not_title_the_page():
+    # a WordPress blog (dragnet R687, The Blog Herald): the site's logo is the page's one
+    # <h1>, an image linking to the front page, above the post and its columns; the post's
+    # title is an <h2>.  Before: the text block climbed to the block holding that <h1>, the
+    # whole page, and the menu and the network's headline lists came out with the post.
+    news = "".join(f'<li><a href="/2012/11/0{i % 9}/story-{i}/">A story from the network '
+                   f"number {i}</a></li>" for i in range(20))
+    body = f"""<div id="site"><div id="wrap">
+      <div id="header"><h1><a href="http://www.blogherald.com" title="The Blog Herald">
+        <img src="/bh.jpg" title="The Blog Herald"></a></h1></div>
+      <div id="menu"><a href="/">Home</a> • <a href="/news/">News</a> •
+        <a href="/editorial/">Editorial</a> • <a href="/features/">Features</a></div>
+      <div id="actual"><div class="widecolumn left" id="content">
+        <div class="post single"><h2><a href="/2012/11/07/photo/">Obama Photo Becomes Most
+          Liked In Facebook History</a></h2>
+          <div class="meta"><div class="left">Filed as <a href="/category/news/">News</a>
+            on November 7, 2012 11:25 am</div><div class="right"><p>by <a rel="me"
+            href="http://parentingpatch.com">James Johnson</a></p></div></div>
+          <div class="entry">{_P * 2}</div></div>
+        <div class="info"><div class="author left">This post was written by James Johnson.
+          You can visit the Author's website, read more posts by him, or follow him on
+          Twitter, Facebook and Google Plus, where he writes about blogging and the web.
+          </div></div></div>
+        <div id="sidebar"><h2>Hot Topics</h2><ul>{news[:400]}</ul></div>
+        <div class="widecolumn left"><div class="pos"><ul>
+          <li><h2>Latest News from the Network</h2></li>{news}</ul></div></div>
+      </div></div></div>"""
+    md = convert(body)
+    assert md.count("When planning corporate") == 2 and "Most Liked" in md
+    assert "Editorial" not in md and "from the network number 12" not in md
+

@@ -10,6 +10,7 @@ page's title block above it joins it.
 from __future__ import annotations
 
 from typing import Any
+from urllib.parse import urlsplit
 
 from sitemap_crawler.convert.render import BOILERPLATE
 from sitemap_crawler.convert.signals import (
@@ -71,6 +72,12 @@ def _boiler_region(el: Any, cache: dict[Any, bool], wrapper: int) -> bool:
     for n in chain:
         cache[n] = result
     return result
+
+
+def _front_page(a: Any) -> bool:
+    """Does link ``a`` lead to the site's front page (the site's name, its logo)?"""
+    href = a.get("href", "").strip()
+    return not href.startswith("#") and urlsplit(href).path in ("", "/")
 
 
 def _own_text(el: Any) -> list[tuple[str, int]]:
@@ -193,23 +200,24 @@ def with_title(root: Any, body: Any, scores: dict[Any, float], news: bool) -> An
     """The title above the text block belongs to it: the parent holding the page's one <h1>,
     or on a page that is not a news story the nearest ancestor (four levels at most) holding
     it when the block is most of that ancestor's text (TypeDoc: the h1 sits above a column
-    of member groups).  A story's headline and standfirst are not its body."""
+    of member groups).  A story's headline and standfirst are not its body, and a site's
+    logo in an <h1> is not the page's title."""
     if root is body or root.find(".//h1") is not None:
         return root
     parent = root.getparent()
     if news:
         return parent if parent is not None and parent is not body and \
-            len(parent.findall(".//h1")) == 1 else root
+            len(_titles(parent)) == 1 else root
     node, size = root, scores.get(root, 0.0)
     for _ in range(4):
         node = node.getparent()
-        if node is body and len(body.findall("h1")) == 1 == len(body.findall(".//h1")):
+        if node is body and len(body.findall("h1")) == 1 == len(_titles(body)):
             # a page written straight into <body> (old hand-made sites): the lists and
             # sections beside its text block under the same title are the page too
             return body if size >= 0.6 * scores.get(body, 0.0) else root
         if node is None or node is body:
             return root
-        h1s = node.findall(".//h1")
+        h1s = _titles(node)
         if len(h1s) > 1:
             return root
         if h1s:
@@ -217,11 +225,28 @@ def with_title(root: Any, body: Any, scores: dict[Any, float], news: bool) -> An
     return root
 
 
+def _titles(node: Any) -> list[Any]:
+    """The <h1>s below ``node`` that title a page, not a site's logo (an image, or a link to
+    the front page: ``<h1><a href="/"><img alt="The Blog Herald"></a></h1>``)."""
+    return [h for h in node.iter("h1") if not _logo(h)]
+
+
+def _logo(h1: Any) -> bool:
+    """An <h1> with no text (an image), or all one link to the front page."""
+    text = " ".join(STR(h1).split())
+    if not text:
+        return True
+    links = h1.findall(".//a[@href]")
+    if len(links) != 1:
+        return False
+    return len(" ".join(STR(links[0]).split())) >= 0.8 * len(text) and _front_page(links[0])
+
+
 def title_block(root: Any, doc: Any) -> Any:
     """The small block shortly before ``root`` that holds the page's title, its one <h1> or
     else its first <h2> (AsciiDoc's div#header with the h1 and NAME line beside div#content;
     DocBook's div.titlepage with the chapter's h2 before its sections), or None."""
-    h1s = doc.findall(".//h1")
+    h1s = _titles(doc)
     if len(h1s) > 1 or root.find(".//h1") is not None:
         return None
     title = h1s[0] if h1s else doc.find(".//h2")  # (DocBook titles chapters with an h2)
