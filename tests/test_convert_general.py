@@ -372,3 +372,33 @@ def test_a_sites_logo_in_an_h1_does_not_title_the_page():
     assert md.count("When planning corporate") == 2 and "Most Liked" in md
     assert "Editorial" not in md and "from the network number 12" not in md
 
+
+def test_a_long_sidebar_beside_a_short_post_is_not_the_page():
+    # a Blogger blog (dragnet R570, copyranter): div#sidebar holds three quarters of the
+    # page's text, a profile of one long paragraph of commas, beside a post of five lines.
+    # A chrome-named block that large passed for the page's wrapper (a header left open
+    # around the page), so the profile was taken for the text and the post was lost.
+    hates = ", ".join(f"thing number {i}" for i in range(70))
+    body = f"""<div id="content"><div id="sidebar"><div id="sidebar2">
+      <h1 id="blog-title"><a href="http://copyranter.blogspot.com/">copyranter</a></h1>
+      <p id="description">SEND ME TIPS: copyranter(at)gmail(dot)com</p>
+      <div id="profile-container"><h2 class="sidebar-title">About Me</h2>
+        <dl class="profile-datablock"><dd class="profile-data">Name: copyranter</dd></dl>
+        <p class="profile-textblock">The best ad blogger in the world. I hate {hates}.</p>
+        <p class="profile-link"><a href="/profile">View my complete profile</a></p></div>
+      <h2 class="sidebar-title">Previous Posts</h2><ul id="recently">
+        <li><a href="/1.html">top 5 posts from last week</a></li>
+        <li><a href="/2.html">Top 5 posts of the week</a></li></ul></div></div>
+      <div id="main"><div id="main2"><h2 class="date-header">Monday, October 15, 2012</h2>
+        <div class="post"><h3 class="post-title">top 5 BuzzFeed posts of the week.</h3>
+          <div class="post-body">• 18 hilarious <a href="/tube">London Tube prank signs</a>
+            (above).<br>• 13 brilliant science museum billboards.<br>• A rejection letter
+            from the Church of Satan.<br>• Death metal singer sings to his cat (adorable).
+            <br>• The 8 most useless pieces of exercise equipment.</div>
+          <p class="post-footer">posted by copyranter @ 6:01 PM</p></div>
+        <div id="comments"><h4>0 Comments:</h4><a href="/post">Post a Comment</a></div>
+      </div></div></div>"""
+    md = convert(body)
+    assert "London Tube prank signs" in md and "useless pieces of exercise" in md
+    assert "thing number 12" not in md and "View my complete profile" not in md
+

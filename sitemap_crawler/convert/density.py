@@ -65,7 +65,7 @@ def _boiler_region(el: Any, cache: dict[Any, bool], wrapper: int) -> bool:
         if (tag in BOILERPLATE or node.get("role") in ("navigation", "banner", "contentinfo",
                                                        "complementary", "search")
                 or (names and STRONG_RE.search(names) and not content_named(names))) \
-                and text_len(node) < wrapper:
+                and (text_len(node) < wrapper or _beside_text(node)):
             result = True
             break
         node = node.getparent()
@@ -78,6 +78,19 @@ def _front_page(a: Any) -> bool:
     """Does link ``a`` lead to the site's front page (the site's name, its logo)?"""
     href = a.get("href", "").strip()
     return not href.startswith("#") and urlsplit(href).path in ("", "/")
+
+
+def _beside_text(el: Any) -> bool:
+    """Is there a text column beside ``el`` (a sibling with 200 characters outside links)?
+    Then ``el`` is a side column however long (a blogger's profile beside a short post),
+    not a wrapper around the page."""
+    return any(_text_column(s) for s in el.itersiblings(preceding=True)) or \
+        any(_text_column(s) for s in el.itersiblings())
+
+
+def _text_column(el: Any) -> bool:
+    return isinstance(el.tag, str) and el.tag not in BOILERPLATE and \
+        text_len(el) - link_len(el) >= 200
 
 
 def _own_text(el: Any) -> list[tuple[str, int]]:
