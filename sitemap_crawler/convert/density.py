@@ -74,6 +74,25 @@ def _boiler_region(el: Any, cache: dict[Any, bool], wrapper: int) -> bool:
     return result
 
 
+def _tagline(p: Any) -> bool:
+    """Is ``p`` a site's tagline: a short block right after the site's name, a link to the
+    front page, the two alone in their box (``div#sitetitle > div.title > a``, then
+    ``div.description``)?  A header's tagline is not the page's text."""
+    prev = p.getprevious()
+    while prev is not None and not isinstance(prev.tag, str):
+        prev = prev.getprevious()
+    parent = p.getparent()
+    if prev is None or parent is None:
+        return False
+    size, name = text_len(p), text_len(prev)
+    if not name or size > 400 or text_len(parent) > size + name + 20:
+        return False
+    links = prev.findall(".//a[@href]") if prev.tag != "a" else [prev]
+    if len(links) != 1 or link_len(prev) < 0.8 * name:
+        return False
+    return _front_page(links[0])
+
+
 def _front_page(a: Any) -> bool:
     """Does link ``a`` lead to the site's front page (the site's name, its logo)?"""
     href = a.get("href", "").strip()
@@ -133,7 +152,7 @@ def density_root(body: Any) -> tuple[Any, dict[Any, float]]:
         score = sum((1 + text.count(",") + min(len(text) / 100, 3)) *
                     max(0.0, 1 - links / len(text)) ** 2
                     for text, links in _own_text(p) if len(text) >= 25)
-        if not score or _boiler_region(p, cache, wrapper):
+        if not score or _boiler_region(p, cache, wrapper) or _tagline(p):
             continue
         scores[p] = score
         parent = p.getparent()
