@@ -444,3 +444,41 @@ def test_a_sites_tagline_in_its_header_is_not_the_pages_text():
     md = convert(body)
     assert md.startswith("# [Poltrona with Acoustics") and "ROSA chair" in md
     assert "emissary" not in md and "Editor's" not in md and "Weinberg" not in md
+
+
+def test_a_column_of_blurbs_beside_the_post_is_not_the_page():
+    # a blog (dragnet R929, scotthyoung.com) without chrome names: div#left holds the post,
+    # two paragraphs side by side; div#right as much score in blurbs, each in its own box
+    # (an about note, a course, a book, each with a link).  No column held 75 % of the
+    # score, so the pick stopped at the wrapper of both, and every blurb came out.
+    blurb = ('<div>{0}? Student? Work at home? Eliminate hours of work, and learn '
+             'faster. <a href="/{0}/">Learn More...</a></div>')
+    body = f"""<div id="bigGreen"><div id="header"><p class="headerText">Over 850 articles
+      devoted to one idea: how to <a href="/">get more from life</a>.</p></div></div>
+      <div id="body"><div id="left"><div class="lightPink">
+        <div class="post-2589 post hentry" id="post-2589"><h2>Paris Meetup and Upcoming
+          Bootcamp</h2><div class="entry"><h3>Paris Meetup</h3>
+          <p>I'm having a meet-up in Paris, probably during the evening sometime next week.
+            I've done a few meet-ups before, in San Francisco, Vancouver and previously in
+            Paris. I prefer to set up the details with possible attendees directly.</p>
+          <h3>Learn Faster Bootcamp</h3>
+          <p>I'm going to be reopening Learning on Steroids for the first time in over a
+            year. Because I hate doing long salesy email campaigns, I'd rather just give
+            out a free sample of the course, starting October 24th, for seven days.</p>
+          <p>In the bootcamp you will get a lesson a day, by email, with the tactics I
+            learned during the MIT Challenge, the exercises, and the readings behind it.</p>
+          </div></div></div></div>
+        <div id="right"><div class="rightPink"><ul><li class="widget"><div class="textwidget">
+          <p class="rightAbouttext">I'm a recent university graduate, writer, programmer,
+          traveler and avid reader of interesting things.</p></div></li></ul>
+          <div><p>My latest project was to learn MIT's 4-year curriculum for computer
+          science in 12 months, without taking any classes.</p></div>
+          <div><p>What if I told you everything you know about how to learn is wrong? My
+          book shows you a better way to learn, in four weeks.</p></div>
+          <div><p>Watch my TEDx talk about the challenge, and the ideas behind it, in
+          eighteen minutes.</p></div>
+          {blurb.format("Entrepreneur")}{blurb.format("Writer")}{blurb.format("Designer")}
+          </div></div></div>"""
+    md = convert(body)
+    assert "meet-up in Paris" in md and "Learning on Steroids" in md
+    assert "Eliminate hours" not in md and "avid reader" not in md

@@ -158,6 +158,7 @@ def density_root(body: Any) -> tuple[Any, dict[Any, float]]:
         parent = p.getparent()
         if parent in teasers or (parent is not None and parent.getparent() in teasers):
             scores[p] *= 0.2  # a summary under a linked headline: a teaser of another page
+    paras = dict(scores)  # each paragraph's own score, before it counts for its ancestors
     # each score counts for every ancestor: summed children first (reverse document order),
     # linear in the page even when it nests a million levels deep
     for el in reversed(list(body.iter())):
@@ -173,12 +174,40 @@ def density_root(body: Any) -> tuple[Any, dict[Any, float]]:
     while True:
         best = max((c for c in node if isinstance(c.tag, str)), key=lambda c: scores.get(c, 0),
                    default=None)
+        if best is not None and scores.get(best, 0) < 0.75 * total and \
+                not _one_of_sections(best, scores):
+            column = _text_column_among(node, scores, paras)
+            if column is not None:  # the text column beside columns of blurbs: the page now
+                node, total = column, scores[column]
+                continue
         if best is None or scores.get(best, 0) < 0.75 * total or \
                 _one_of_sections(best, scores):
             if node.tag in _TABLE_PARTS or node.find(".//table") is not None:
                 node = _around_table(node, body, scores)
             return node, scores
         node = best
+
+
+def _text_column_among(node: Any, scores: dict[Any, float],
+                       own: dict[Any, float]) -> Any:
+    """The child of ``node`` that is its text column, when the score is split between
+    columns: the one whose text is a block of paragraphs side by side (60 % of its score or
+    more in one element's own paragraphs), while every other child scoring is fragments
+    (no block of 40 % of its score: a sidebar's blurbs, each in its own box).  Or None."""
+    kids = [c for c in node if isinstance(c.tag, str) and scores.get(c)]
+    if len(kids) < 2:
+        return None
+    found = None
+    for c in kids:
+        dense = max((own.get(e, 0.0) + sum(own.get(k, 0.0) for k in e)
+                     for e in c.iter() if e in scores), default=0.0)
+        if dense >= 0.6 * scores[c]:
+            if found is not None:
+                return None  # two blocks of text: sections of one text, not a column
+            found = c
+        elif dense >= 0.4 * scores[c]:
+            return None
+    return found if found is not None and scores[found] >= 0.4 * scores[node] else None
 
 
 _CARD = 600  # characters at most in one teaser card
