@@ -482,3 +482,34 @@ def test_a_column_of_blurbs_beside_the_post_is_not_the_page():
     md = convert(body)
     assert "meet-up in Paris" in md and "Learning on Steroids" in md
     assert "Eliminate hours" not in md and "avid reader" not in md
+
+
+def test_a_reply_box_is_not_content():
+    # a WordPress blog (dragnet R929): under the post, div#respond holds "Leave a Reply", a
+    # hidden "cancel reply" link and the comment form.  The form was left out, but its box's
+    # heading stayed, as if the post ended with a section titled "Leave a Reply".
+    body = f"""<div id="left"><div class="post" id="post-2589"><h2>Paris Meetup</h2>
+      <div class="entry">{_P * 2}</div></div>
+      <p>Debate is fine, flaming is not. Pretend that this comment form is a discussion
+        taking place in my house. That means I enjoy constructive criticism and polite
+        suggestions. Personal attacks, insults and all-purpose nastiness will be removed,
+        especially if it is directed at other readers.</p>
+      <div id="respond"><h3>Leave a Reply</h3>
+        <div class="cancel-comment-reply"><small><a rel="nofollow" href="#respond"
+          style="display:none;">Click here to cancel reply.</a></small></div>
+        <form action="/wp-comments-post.php" method="post" id="commentform">
+          <p><input type="text" name="author" id="author">
+            <label for="author"><small>Name (required)</small></label></p>
+          <p><input type="text" name="email" id="email">
+            <label for="email"><small>Mail (will not be published) (required)</small>
+            </label></p>
+          <p><textarea name="comment" id="comment" cols="100%" rows="10"></textarea></p>
+          <p><input name="submit" type="submit" id="submit" value="Submit Comment"></p>
+        </form></div></div>"""
+    md = convert(body)
+    assert md.startswith("## Paris Meetup") and md.count("When planning corporate") == 2
+    assert "Debate is fine" in md and "Leave a Reply" not in md
+    # a form that wraps the page's text (an old server-framework page) is still the page
+    page = convert(f'<form id="Form1" action="/a.aspx"><h1>Results</h1>{_P * 8}'
+                   '<div><h3>Leave a comment</h3><textarea name="c"></textarea></div></form>')
+    assert page.startswith("# Results") and page.count("When planning corporate") == 8
