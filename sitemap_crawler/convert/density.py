@@ -81,16 +81,16 @@ def _tagline(p: Any) -> bool:
     prev = p.getprevious()
     while prev is not None and not isinstance(prev.tag, str):
         prev = prev.getprevious()
-    parent = p.getparent()
-    if prev is None or parent is None:
+    if prev is None:
         return False
-    size, name = text_len(p), text_len(prev)
-    if not name or size > 400 or text_len(parent) > size + name + 20:
+    name = text_len(prev)  # (cheap tests first: this runs for every paragraph)
+    if not name or name > 100:
         return False
     links = prev.findall(".//a[@href]") if prev.tag != "a" else [prev]
-    if len(links) != 1 or link_len(prev) < 0.8 * name:
+    if len(links) != 1 or link_len(prev) < 0.8 * name or not _front_page(links[0]):
         return False
-    return _front_page(links[0])
+    size, parent = text_len(p), p.getparent()
+    return size <= 400 and parent is not None and text_len(parent) <= size + name + 20
 
 
 def _front_page(a: Any) -> bool:
