@@ -4,7 +4,10 @@ Every element whose own text is a paragraph scores for its ancestors (commas, le
 links; summaries under linked headlines count a fifth: teasers of other pages), and the root
 is the deepest element holding 75 % of the score.  It does not stop inside one of several
 sibling sections of one kind (DocBook's refsect1s) nor inside a data table's rows, and the
-page's title block above it joins it.
+page's title block above it joins it.  Where the score is split between columns, the one
+whose text is a block of paragraphs beside columns of fragments (blurbs) is the text.
+Chrome (header/nav/aside, chrome-named blocks, a site's tagline) does not score; a chrome
+block as large as half the page is its wrapper unless a text column sits beside it.
 """
 
 from __future__ import annotations
