@@ -513,37 +513,3 @@ def test_a_reply_box_is_not_content():
     page = convert(f'<form id="Form1" action="/a.aspx"><h1>Results</h1>{_P * 8}'
                    '<div><h3>Leave a comment</h3><textarea name="c"></textarea></div></form>')
     assert page.startswith("# Results") and page.count("When planning corporate") == 8
-
-
-def test_a_title_above_the_columns_does_not_take_the_page_wrapper():
-    # The Australian (an L3S-GN1 page): the story's <h1> sits in div#section-header under
-    # the site's menu, above div#content's three columns.  The text block climbed to the
-    # block holding that <h1>, the whole page, so the menu (its section names are mostly
-    # not links) came out above the story.  The title block comes along on its own now.
-    sections = "".join(f"<dd><span>{s}</span></dd>" for s in (
-        "Breaking News", "The Nation", "The World", "Climate", "Features", "Opinion",
-        "Blogs", "Sport", "AFL", "Rugby League", "Rugby Union", "Cricket", "Soccer", "Golf",
-        "Tennis", "Motorsport", "Science &amp; Nature", "Lifestyle", "The Arts", "Travel"))
-    teaser = ('<div class="item"><div class="module"><h4>Business</h4><div class="module-'
-              'content"><h5><a href="/story{0}">Murdoch to buy into Packer empire</a></h5>'
-              "<p>Nick Tabakoff LACHLAN Murdoch is poised to buy into the media empire of "
-              "his friend James Packer, in a deal worth two billion dollars.</p></div></div>"
-              "</div>")
-    body = f"""<div id="page"><div id="network-bar"><a href="/n">NEWS.com.au</a> |
-      <a href="/f">FOX SPORTS</a> | <a href="/c">CLASSIFIEDS</a></div>
-      <div id="nav"><dl class="three-tier" id="navigation"><dt><a href="/">THE
-        AUSTRALIAN</a></dt>{sections}</dl></div>
-      <div id="section-header"><h1 class="section-heading">Roddick swings into the Fourth
-        Round</h1></div>
-      <div id="content"><div id="primary"><div class="module article" id="article">
-        <p class="date">January 17, 2008</p><div class="module-content">{_P * 4}</div>
-        </div></div>
-        <div id="secondary"><div class="module latest"><h3>Latest Top Stories</h3>
-          <ul><li><a href="/1">Patriots on brink of history</a></li>
-          <li><a href="/2">Justine, Maria to lift intensity</a></li></ul></div></div>
-        <div id="tertiary"><div class="group quad today"><h3>In The Australian Today</h3>
-          {teaser.format(1)}{teaser.format(2)}{teaser.format(3)}</div></div></div></div>"""
-    md = convert(body)
-    assert md.startswith("# Roddick swings into the Fourth Round\n")
-    assert md.count("When planning corporate") == 4
-    assert "Rugby League" not in md and "Packer" not in md

@@ -284,9 +284,8 @@ def with_title(root: Any, body: Any, scores: dict[Any, float], news: bool) -> An
         h1s = _titles(node)
         if len(h1s) > 1:
             return root
-        if h1s:  # (not a wrapper of menus and teasers around it: title_block takes the h1)
-            return node if size >= 0.6 * scores.get(node, 0.0) and \
-                text_len(root) >= 0.5 * text_len(node) else root
+        if h1s:
+            return node if size >= 0.6 * scores.get(node, 0.0) else root
     return root
 
 
@@ -318,7 +317,7 @@ def title_block(root: Any, doc: Any) -> Any:
     if title is None or title in root.iterdescendants():
         return None
     node = root
-    for _ in range(4):
+    for _ in range(2):
         prev = node.getprevious()
         for _ in range(3):  # (a TOC may sit between the title and the text)
             while prev is not None and not isinstance(prev.tag, str):
