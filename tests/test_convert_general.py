@@ -401,6 +401,15 @@ def test_a_long_sidebar_beside_a_short_post_is_not_the_page():
     md = convert(body)
     assert "London Tube prank signs" in md and "useless pieces of exercise" in md
     assert "thing number 12" not in md and "View my complete profile" not in md
+    # a chrome-named wrapper around the post (LogRocket's div.sidebar-container: the TOC
+    # aside and the post), beside a short list of recent posts, is still the page's wrapper
+    recent = "".join(f"<p><a href='/p{i}'>Another post number {i}</a> A summary of another "
+                     "post, in a sentence or two of plain words.</p>" for i in range(4))
+    wrapped = convert(f"""<div class="content-max-width"><div class="sidebar-container">
+      <aside><ul class="toc"><li><a href="#a">Testing setup</a></li></ul></aside>
+      <div id="the-content-container"><div class="lr-content">{_P * 20}</div></div></div>
+      <div id="recent-posts"><h2>Recent posts</h2>{recent}</div></div>""")
+    assert wrapped.count("When planning corporate") == 20
 
 
 def test_a_sites_tagline_in_its_header_is_not_the_pages_text():

@@ -103,16 +103,18 @@ def _front_page(a: Any) -> bool:
 
 
 def _beside_text(el: Any) -> bool:
-    """Is there a text column beside ``el`` (a sibling with 200 characters outside links)?
-    Then ``el`` is a side column however long (a blogger's profile beside a short post),
-    not a wrapper around the page."""
-    return any(_text_column(s) for s in el.itersiblings(preceding=True)) or \
-        any(_text_column(s) for s in el.itersiblings())
+    """Is there a text column beside ``el`` (a sibling with 200 characters outside links,
+    and a quarter of ``el``'s)?  Then ``el`` is a side column however long (a blogger's
+    profile beside a short post), not a wrapper around the page (a "sidebar-container"
+    around the post and its TOC, beside a short list of recent posts)."""
+    least = max(200, 0.25 * (text_len(el) - link_len(el)))
+    return any(_text_column(s, least) for s in el.itersiblings(preceding=True)) or \
+        any(_text_column(s, least) for s in el.itersiblings())
 
 
-def _text_column(el: Any) -> bool:
+def _text_column(el: Any, least: float) -> bool:
     return isinstance(el.tag, str) and el.tag not in BOILERPLATE and \
-        text_len(el) - link_len(el) >= 200
+        text_len(el) - link_len(el) >= least
 
 
 def _own_text(el: Any) -> list[tuple[str, int]]:
