@@ -522,3 +522,37 @@ def test_a_reply_box_is_not_content():
     page = convert(f'<form id="Form1" action="/a.aspx"><h1>Results</h1>{_P * 8}'
                    '<div><h3>Leave a comment</h3><textarea name="c"></textarea></div></form>')
     assert page.startswith("# Results") and page.count("When planning corporate") == 8
+
+
+def test_one_short_post_under_its_linked_title_is_not_a_teaser():
+    # a Blogger blog (dragnet R59): the post's title links to its own permalink and the
+    # post is short, so it looked like a teaser card of another page and scored a fifth:
+    # the pick stayed at the page's wrapper, with the sidebar's welcome note and widgets.
+    # A card among others is a teaser; one alone is the page's post.
+    body = """<div id="outer-wrapper"><div id="wrap2">
+      <div id="header-wrapper"><h1><a href="/">How About Orange</a></h1></div>
+      <div id="content-wrapper"><div id="newsidebar-wrapper">
+        <div class="sidebar section" id="newsidebar">
+          <div class="widget HTML"><div class="widget-content">Welcome. I'm Jessica Jones, a
+            graphic and textile designer. When I'm not blogging, I'm designing, sewing,
+            and drawing.</div></div>
+          <div class="widget Text"><div class="widget-content">You're welcome to link to
+            How About Orange or use a single image with a brief description to link back to
+            any post, but republishing posts in their entirety is prohibited.</div></div>
+        </div></div>
+      <div id="main-wrapper"><div class="main section" id="main"><div class="widget Blog">
+        <div class="blog-posts hfeed"><div class="post-outer"><div class="post">
+          <h3 class="post-title"><a href="/2012/10/print-your-own-halloween-mask.html">Print
+            your own Halloween mask</a></h3>
+          <div class="post-body"><div>Need a last-minute, do-it-yourself Halloween costume?
+            Freelance illustrator Sarah Clark has created free masks you can download,
+            print, and assemble. There are three designs to choose from, with one more
+            coming soon. Get them <a href="/cut">here at Cut &amp; Fold Costumes</a>.
+            <br>Have a fun weekend, everyone!</div></div></div></div></div>
+        <div class="post-feeds">Subscribe to: <a href="/feeds">Post Comments (Atom)</a>
+        </div></div></div></div></div>
+      <div id="credit">Copyright 2006–2012 Jessica Jones, How About Orange. Feel free to pin
+        on Pinterest!</div></div></div>"""
+    md = convert(body)
+    assert "Need a last-minute" in md and "Have a fun weekend" in md
+    assert "Welcome. I'm" not in md and "republishing" not in md

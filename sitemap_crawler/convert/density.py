@@ -149,6 +149,8 @@ def density_root(body: Any) -> tuple[Any, dict[Any, float]]:
     scores: dict[Any, float] = {}
     cache: dict[Any, bool] = {}
     teasers = teaser_cards(body)
+    if not _several(teasers):
+        teasers = set()  # one post under a linked title (its permalink) is the page's text
     in_links = {d for a in body.iter("a") for d in a.iterdescendants()}
     wrapper = max(text_len(body) // 2, 1)
     for p in body.iter(PARA_TAGS):
@@ -232,6 +234,17 @@ def _linked_headline(h: Any) -> bool:
         links = sum(len(" ".join(STR(a).split())) for a in h.iter("a"))
         return links >= 0.5 * size and size - links <= 25
     return bool(_BLANK(h)) and h.find(".//a[@href]") is not None
+
+
+def _several(cards: set[Any]) -> bool:
+    """Two or more cards, neither inside the other."""
+    tops = 0
+    for c in cards:
+        if not any(a in cards for a in c.iterancestors()):
+            tops += 1
+            if tops >= 2:
+                return True
+    return False
 
 
 def teaser_cards(body: Any) -> set[Any]:
