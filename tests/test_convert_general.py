@@ -403,3 +403,262 @@ def test_customer_reviews_under_a_product_are_not_its_description():
                  f"<div>{cards}</div></main>")
     assert "### Mover 4\n" in md and md.count("significant upgrade") == 5
     assert "Beard Oil 3" in md
+
+
+def test_a_sidebars_dropdown_menus_do_not_make_it_the_page():
+    # a Blogger blog (dragnet R59, howaboutorange): a short post beside a sidebar whose
+    # "Browse by date" and "Browse by topic" dropdowns list 80 months and 60 labels.  The
+    # options are never written, but they counted as text: the sidebar held over half the
+    # page, passed for the page's wrapper, and its welcome note came out instead of the post.
+    months = "".join(f"<option>{m} {y} ({n})</option>" for y in range(2006, 2013)
+                     for n, m in enumerate(("January", "February", "March", "April", "May",
+                                            "June", "July", "August", "September",
+                                            "October", "November", "December"), 3))
+    labels = "".join(f"<option>label number {i} (12)</option>" for i in range(60))
+    body = f"""<div id="outer-wrapper"><div id="wrap2">
+      <div id="header-wrapper"><div class="header section" id="header">
+        <a href="/diy">DIY Tutorials</a> <a href="/free">Free Downloads</a></div></div>
+      <div id="content-wrapper"><div id="newsidebar-wrapper">
+        <div class="sidebar section" id="newsidebar">
+          <div class="widget HTML" id="HTML6"><div class="widget-content">Welcome. I'm
+            Jessica Jones, a graphic and textile designer. When I'm not blogging, I'm
+            designing. Visit my <a href="/p">portfolio site</a> for more about my day job,
+            or check out some more work.</div></div>
+          <div class="widget Label" id="Label1"><h2>Browse by topic</h2>
+            <div class="widget-content"><select>{labels}</select></div></div>
+          <div class="widget BlogArchive" id="BlogArchive1"><h2>Browse by date</h2>
+            <div class="widget-content"><select>{months}</select></div></div>
+          <div class="widget Text" id="Text1"><div class="widget-content">You're welcome to
+            link to How About Orange or use a single image with a brief description to link
+            back to any post. Republishing posts in their entirety is prohibited.</div></div>
+        </div></div>
+      <div id="main-wrapper"><div class="main section" id="main"><div class="widget Blog">
+        <div class="blog-posts hfeed"><h2 class="date-header">October 26, 2012</h2>
+          <div class="post"><h3 class="post-title">Print your own Halloween mask</h3>
+            <div class="post-body">Need a last-minute, do-it-yourself Halloween costume?
+              Freelance illustrator Sarah Clark has created free masks you can download,
+              print, and assemble. There are three designs to choose from, with one more
+              coming soon. Get them here at <a href="/cut">Cut &amp; Fold Costumes</a>.
+              <br><br>Have a fun weekend, everyone!</div></div>
+          <div class="comments" id="comments"><h4>4 comments:</h4></div>
+        </div></div></div></div></div></div></div>"""
+    md = convert(body)
+    assert "Need a last-minute" in md and "Have a fun weekend" in md
+    assert "Welcome. I'm" not in md and "Republishing posts" not in md
+
+
+def test_a_sites_logo_in_an_h1_does_not_title_the_page():
+    # a WordPress blog (dragnet R687, The Blog Herald): the site's logo is the page's one
+    # <h1>, an image linking to the front page, above the post and its columns; the post's
+    # title is an <h2>.  Before: the text block climbed to the block holding that <h1>, the
+    # whole page, and the menu and the network's headline lists came out with the post.
+    news = "".join(f'<li><a href="/2012/11/0{i % 9}/story-{i}/">A story from the network '
+                   f"number {i}</a></li>" for i in range(20))
+    body = f"""<div id="site"><div id="wrap">
+      <div id="header"><h1><a href="http://www.blogherald.com" title="The Blog Herald">
+        <img src="/bh.jpg" title="The Blog Herald"></a></h1></div>
+      <div id="menu"><a href="/">Home</a> • <a href="/news/">News</a> •
+        <a href="/editorial/">Editorial</a> • <a href="/features/">Features</a></div>
+      <div id="actual"><div class="widecolumn left" id="content">
+        <div class="post single"><h2><a href="/2012/11/07/photo/">Obama Photo Becomes Most
+          Liked In Facebook History</a></h2>
+          <div class="meta"><div class="left">Filed as <a href="/category/news/">News</a>
+            on November 7, 2012 11:25 am</div><div class="right"><p>by <a rel="me"
+            href="http://parentingpatch.com">James Johnson</a></p></div></div>
+          <div class="entry">{_P * 2}</div></div>
+        <div class="info"><div class="author left">This post was written by James Johnson.
+          You can visit the Author's website, read more posts by him, or follow him on
+          Twitter, Facebook and Google Plus, where he writes about blogging and the web.
+          </div></div></div>
+        <div id="sidebar"><h2>Hot Topics</h2><ul>{news[:400]}</ul></div>
+        <div class="widecolumn left"><div class="pos"><ul>
+          <li><h2>Latest News from the Network</h2></li>{news}</ul></div></div>
+      </div></div></div>"""
+    md = convert(body)
+    assert md.count("When planning corporate") == 2 and "Most Liked" in md
+    assert "Editorial" not in md and "from the network number 12" not in md
+
+
+def test_a_long_sidebar_beside_a_short_post_is_not_the_page():
+    # a Blogger blog (dragnet R570, copyranter): div#sidebar holds three quarters of the
+    # page's text, a profile of one long paragraph of commas, beside a post of five lines.
+    # A chrome-named block that large passed for the page's wrapper (a header left open
+    # around the page), so the profile was taken for the text and the post was lost.
+    hates = ", ".join(f"thing number {i}" for i in range(70))
+    body = f"""<div id="content"><div id="sidebar"><div id="sidebar2">
+      <h1 id="blog-title"><a href="http://copyranter.blogspot.com/">copyranter</a></h1>
+      <p id="description">SEND ME TIPS: copyranter(at)gmail(dot)com</p>
+      <div id="profile-container"><h2 class="sidebar-title">About Me</h2>
+        <dl class="profile-datablock"><dd class="profile-data">Name: copyranter</dd></dl>
+        <p class="profile-textblock">The best ad blogger in the world. I hate {hates}.</p>
+        <p class="profile-link"><a href="/profile">View my complete profile</a></p></div>
+      <h2 class="sidebar-title">Previous Posts</h2><ul id="recently">
+        <li><a href="/1.html">top 5 posts from last week</a></li>
+        <li><a href="/2.html">Top 5 posts of the week</a></li></ul></div></div>
+      <div id="main"><div id="main2"><h2 class="date-header">Monday, October 15, 2012</h2>
+        <div class="post"><h3 class="post-title">top 5 BuzzFeed posts of the week.</h3>
+          <div class="post-body">• 18 hilarious <a href="/tube">London Tube prank signs</a>
+            (above).<br>• 13 brilliant science museum billboards.<br>• A rejection letter
+            from the Church of Satan.<br>• Death metal singer sings to his cat (adorable).
+            <br>• The 8 most useless pieces of exercise equipment.</div>
+          <p class="post-footer">posted by copyranter @ 6:01 PM</p></div>
+        <div id="comments"><h4>0 Comments:</h4><a href="/post">Post a Comment</a></div>
+      </div></div></div>"""
+    md = convert(body)
+    assert "London Tube prank signs" in md and "useless pieces of exercise" in md
+    assert "thing number 12" not in md and "View my complete profile" not in md
+    # a chrome-named wrapper around the post (LogRocket's div.sidebar-container: the TOC
+    # aside and the post), beside a short list of recent posts, is still the page's wrapper
+    recent = "".join(f"<p><a href='/p{i}'>Another post number {i}</a> A summary of another "
+                     "post, in a sentence or two of plain words.</p>" for i in range(4))
+    wrapped = convert(f"""<div class="content-max-width"><div class="sidebar-container">
+      <aside><ul class="toc"><li><a href="#a">Testing setup</a></li></ul></aside>
+      <div id="the-content-container"><div class="lr-content">{_P * 20}</div></div></div>
+      <div id="recent-posts"><h2>Recent posts</h2>{recent}</div></div>""")
+    assert wrapped.count("When planning corporate") == 20
+
+
+def test_a_sites_tagline_in_its_header_is_not_the_pages_text():
+    # a WordPress design magazine (dragnet R470, plusMOOD): the header's tagline, a long
+    # sentence of commas beside the site's name (a link to the front page), scored as a
+    # paragraph; with it the post held under 75 % of the score and the pick stayed at the
+    # page's wrapper: the tagline, the menu and the footer's "Editor's picks" came out.
+    card = ('<div class="post"><h2><a href="/2012/10/{0}/">Haus am Weinberg number {0}</a>'
+            '</h2><div class="entry"><p>UNStudio recently has completed the Haus am '
+            "Weinberg. The house is located in a setting that is at one time rural, yet "
+            "suburban, with views of the stepped terraces of a hillside vineyard.</p></div>"
+            "</div>")
+    body = f"""<div class="outer-wrap"><div id="wrap">
+      <div id="header"><div id="head-content" class="clearfix"><div id="sitetitle">
+        <div class="title"><a href="http://plusmood.com">plusMOOD</a></div>
+        <div class="description">An online design resource dedicated to everything
+          relating to contemporary architecture, interior design, landscape design,
+          products and all other aspects of design topics. It serves as an emissary for
+          the design profession</div></div></div></div>
+      <div id="topnav"><ul class="menu"><li><a href="/">Home</a></li>
+        <li><a href="/submit/">Submit Design</a></li><li><a href="/ads/">Advertise</a></li>
+        <li><a href="/about/">About</a></li></ul></div>
+      <div id="page" class="clearfix"><div id="contentleft">
+        <div id="content" class="maincontent">
+          <div class="singlepost"><div class="post" id="post-main-46881">
+            <h1 class="post-title single"><a href="/2012/11/poltrona/">Poltrona with
+              Acoustics \\ Studio KMJ</a></h1>
+            <div class="entry"><p>Studio KMJ designed Poltrona with Acoustics. Whether you
+              are listening to music or reading a book, the poltrona keeps one shielded.</p>
+              <p>The shape of the ROSA chair is inspired by the rose in a particular
+              position, as roses or sunflowers direct their head to the sun. The strips
+              represent the layers of the rose and contribute to the curves of the
+              volume.</p></div></div></div></div></div>
+        <div id="contentright"><div id="sidebar" class="clearfix"><div class="widget">
+          <h3>+ Stay Connected</h3><div class="intro"><p>+MOOD delivers the design topics
+          right to your inbox.</p></div></div></div></div></div>
+      <div id="footer-widgets" class="maincontent"><div class="footer-widget2">
+        <div class="widget catposts"><h3><a href="/picks/">+ Editor's picks</a></h3>
+        <div class="cat-posts-widget">{card.format(1)}{card.format(2)}{card.format(3)}
+        </div></div></div></div></div></div>"""
+    md = convert(body)
+    assert md.startswith("# [Poltrona with Acoustics") and "ROSA chair" in md
+    assert "emissary" not in md and "Editor's" not in md and "Weinberg" not in md
+
+
+def test_a_column_of_blurbs_beside_the_post_is_not_the_page():
+    # a blog (dragnet R929, scotthyoung.com) without chrome names: div#left holds the post,
+    # two paragraphs side by side; div#right as much score in blurbs, each in its own box
+    # (an about note, a course, a book, each with a link).  No column held 75 % of the
+    # score, so the pick stopped at the wrapper of both, and every blurb came out.
+    blurb = ('<div>{0}? Student? Work at home? Eliminate hours of work, and learn '
+             'faster. <a href="/{0}/">Learn More...</a></div>')
+    body = f"""<div id="bigGreen"><div id="header"><p class="headerText">Over 850 articles
+      devoted to one idea: how to <a href="/">get more from life</a>.</p></div></div>
+      <div id="body"><div id="left"><div class="lightPink">
+        <div class="post-2589 post hentry" id="post-2589"><h2>Paris Meetup and Upcoming
+          Bootcamp</h2><div class="entry"><h3>Paris Meetup</h3>
+          <p>I'm having a meet-up in Paris, probably during the evening sometime next week.
+            I've done a few meet-ups before, in San Francisco, Vancouver and previously in
+            Paris. I prefer to set up the details with possible attendees directly.</p>
+          <h3>Learn Faster Bootcamp</h3>
+          <p>I'm going to be reopening Learning on Steroids for the first time in over a
+            year. Because I hate doing long salesy email campaigns, I'd rather just give
+            out a free sample of the course, starting October 24th, for seven days.</p>
+          <p>In the bootcamp you will get a lesson a day, by email, with the tactics I
+            learned during the MIT Challenge, the exercises, and the readings behind it.</p>
+          </div></div></div></div>
+        <div id="right"><div class="rightPink"><ul><li class="widget"><div class="textwidget">
+          <p class="rightAbouttext">I'm a recent university graduate, writer, programmer,
+          traveler and avid reader of interesting things.</p></div></li></ul>
+          <div><p>My latest project was to learn MIT's 4-year curriculum for computer
+          science in 12 months, without taking any classes.</p></div>
+          <div><p>What if I told you everything you know about how to learn is wrong? My
+          book shows you a better way to learn, in four weeks.</p></div>
+          <div><p>Watch my TEDx talk about the challenge, and the ideas behind it, in
+          eighteen minutes.</p></div>
+          {blurb.format("Entrepreneur")}{blurb.format("Writer")}{blurb.format("Designer")}
+          </div></div></div>"""
+    md = convert(body)
+    assert "meet-up in Paris" in md and "Learning on Steroids" in md
+    assert "Eliminate hours" not in md and "avid reader" not in md
+
+
+def test_a_reply_box_is_not_content():
+    # a WordPress blog (dragnet R929): under the post, div#respond holds "Leave a Reply", a
+    # hidden "cancel reply" link and the comment form.  The form was left out, but its box's
+    # heading stayed, as if the post ended with a section titled "Leave a Reply".
+    body = f"""<div id="left"><div class="post" id="post-2589"><h2>Paris Meetup</h2>
+      <div class="entry">{_P * 2}</div></div>
+      <p>Debate is fine, flaming is not. Pretend that this comment form is a discussion
+        taking place in my house. That means I enjoy constructive criticism and polite
+        suggestions. Personal attacks, insults and all-purpose nastiness will be removed,
+        especially if it is directed at other readers.</p>
+      <div id="respond"><h3>Leave a Reply</h3>
+        <div class="cancel-comment-reply"><small><a rel="nofollow" href="#respond"
+          style="display:none;">Click here to cancel reply.</a></small></div>
+        <form action="/wp-comments-post.php" method="post" id="commentform">
+          <p><input type="text" name="author" id="author">
+            <label for="author"><small>Name (required)</small></label></p>
+          <p><input type="text" name="email" id="email">
+            <label for="email"><small>Mail (will not be published) (required)</small>
+            </label></p>
+          <p><textarea name="comment" id="comment" cols="100%" rows="10"></textarea></p>
+          <p><input name="submit" type="submit" id="submit" value="Submit Comment"></p>
+        </form></div></div>"""
+    md = convert(body)
+    assert md.startswith("## Paris Meetup") and md.count("When planning corporate") == 2
+    assert "Debate is fine" in md and "Leave a Reply" not in md
+    # a form that wraps the page's text (an old server-framework page) is still the page
+    page = convert(f'<form id="Form1" action="/a.aspx"><h1>Results</h1>{_P * 8}'
+                   '<div><h3>Leave a comment</h3><textarea name="c"></textarea></div></form>')
+    assert page.startswith("# Results") and page.count("When planning corporate") == 8
+
+
+def test_one_short_post_under_its_linked_title_is_not_a_teaser():
+    # a Blogger blog (dragnet R59): the post's title links to its own permalink and the
+    # post is short, so it looked like a teaser card of another page and scored a fifth:
+    # the pick stayed at the page's wrapper, with the sidebar's welcome note and widgets.
+    # A card among others is a teaser; one alone is the page's post.
+    body = """<div id="outer-wrapper"><div id="wrap2">
+      <div id="header-wrapper"><h1><a href="/">How About Orange</a></h1></div>
+      <div id="content-wrapper"><div id="newsidebar-wrapper">
+        <div class="sidebar section" id="newsidebar">
+          <div class="widget HTML"><div class="widget-content">Welcome. I'm Jessica Jones, a
+            graphic and textile designer. When I'm not blogging, I'm designing, sewing,
+            and drawing.</div></div>
+          <div class="widget Text"><div class="widget-content">You're welcome to link to
+            How About Orange or use a single image with a brief description to link back to
+            any post, but republishing posts in their entirety is prohibited.</div></div>
+        </div></div>
+      <div id="main-wrapper"><div class="main section" id="main"><div class="widget Blog">
+        <div class="blog-posts hfeed"><div class="post-outer"><div class="post">
+          <h3 class="post-title"><a href="/2012/10/print-your-own-halloween-mask.html">Print
+            your own Halloween mask</a></h3>
+          <div class="post-body"><div>Need a last-minute, do-it-yourself Halloween costume?
+            Freelance illustrator Sarah Clark has created free masks you can download,
+            print, and assemble. There are three designs to choose from, with one more
+            coming soon. Get them <a href="/cut">here at Cut &amp; Fold Costumes</a>.
+            <br>Have a fun weekend, everyone!</div></div></div></div></div>
+        <div class="post-feeds">Subscribe to: <a href="/feeds">Post Comments (Atom)</a>
+        </div></div></div></div></div>
+      <div id="credit">Copyright 2006–2012 Jessica Jones, How About Orange. Feel free to pin
+        on Pinterest!</div></div></div>"""
+    md = convert(body)
+    assert "Need a last-minute" in md and "Have a fun weekend" in md
+    assert "Welcome. I'm" not in md and "republishing" not in md

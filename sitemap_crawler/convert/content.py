@@ -46,7 +46,13 @@ from sitemap_crawler.convert.density import (
     title_block,
     with_title,
 )
-from sitemap_crawler.convert.shapes import code_language, code_lines, grid_columns, is_admonition
+from sitemap_crawler.convert.shapes import (
+    code_language,
+    code_lines,
+    content_form,
+    grid_columns,
+    is_admonition,
+)
 from sitemap_crawler.convert.signals import (
     ANY_WORD_RE,
     HAS_HEADING,
@@ -284,6 +290,7 @@ def _widgets(root: Any, news: bool, story: bool = False) -> set[Any]:
             size = text_len(group)
             if not protected(group, size, 0.4):
                 out.add(group)
+    out.update(_reply_boxes(root))
     if news:
         out.update(_control_panels(root, root_len))
         out.update(_side_columns(root, teasers))
@@ -404,6 +411,27 @@ def _side_columns(root: Any, teasers: set[Any]) -> list[Any]:
     return out
 
 
+def _reply_boxes(root: Any) -> list[Any]:
+    """A reply form (a form with a text box) and the box around it that says nothing else
+    ("Leave a Reply", "Cancel reply", "Your email address will not be published"): never
+    content.  Not a form that wraps the page's text (old server-framework pages)."""
+    out = []
+    for form in root.iter("form"):
+        if form.find(".//textarea") is None or content_form(form):
+            continue
+        box, size = form, text_len(form)
+        while True:
+            parent = box.getparent()
+            if parent is None or parent is root or text_len(parent) > size + 150 or \
+                    parent.find(".//h1") is not None or \
+                    _ENTRIES(parent) > _ENTRIES(box):  # (a comment thread above the form)
+                break
+            box = parent
+        out.append(box)
+    return out
+
+
+_ENTRIES = XPath("count(.//li|.//article|.//p)")
 _TEXT_LEVEL = frozenset({"p", "blockquote", "pre", "li", "dd", "font", "span", "center"}) | \
     HEADING_TAGS
 _NOT_COLUMNS = _TEXT_LEVEL | {"tr", "tbody", "thead", "tfoot", "dt", "dl"}

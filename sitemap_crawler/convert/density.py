@@ -4,12 +4,16 @@ Every element whose own text is a paragraph scores for its ancestors (commas, le
 links; summaries under linked headlines count a fifth: teasers of other pages), and the root
 is the deepest element holding 75 % of the score.  It does not stop inside one of several
 sibling sections of one kind (DocBook's refsect1s) nor inside a data table's rows, and the
-page's title block above it joins it.
+page's title block above it joins it.  Where the score is split between columns, the one
+whose text is a block of paragraphs beside columns of fragments (blurbs) is the text.
+Chrome (header/nav/aside, chrome-named blocks, a site's tagline) does not score; a chrome
+block as large as half the page is its wrapper unless a text column sits beside it.
 """
 
 from __future__ import annotations
 
 from typing import Any
+from urllib.parse import urlsplit
 
 from sitemap_crawler.convert.render import BOILERPLATE
 from sitemap_crawler.convert.signals import (
@@ -64,13 +68,53 @@ def _boiler_region(el: Any, cache: dict[Any, bool], wrapper: int) -> bool:
         if (tag in BOILERPLATE or node.get("role") in ("navigation", "banner", "contentinfo",
                                                        "complementary", "search")
                 or (names and STRONG_RE.search(names) and not content_named(names))) \
-                and text_len(node) < wrapper:
+                and (text_len(node) < wrapper or _beside_text(node)):
             result = True
             break
         node = node.getparent()
     for n in chain:
         cache[n] = result
     return result
+
+
+def _tagline(p: Any) -> bool:
+    """Is ``p`` a site's tagline: a short block right after the site's name, a link to the
+    front page, the two alone in their box (``div#sitetitle > div.title > a``, then
+    ``div.description``)?  A header's tagline is not the page's text."""
+    prev = p.getprevious()
+    while prev is not None and not isinstance(prev.tag, str):
+        prev = prev.getprevious()
+    if prev is None:
+        return False
+    name = text_len(prev)  # (cheap tests first: this runs for every paragraph)
+    if not name or name > 100:
+        return False
+    links = prev.findall(".//a[@href]") if prev.tag != "a" else [prev]
+    if len(links) != 1 or link_len(prev) < 0.8 * name or not _front_page(links[0]):
+        return False
+    size, parent = text_len(p), p.getparent()
+    return size <= 400 and parent is not None and text_len(parent) <= size + name + 20
+
+
+def _front_page(a: Any) -> bool:
+    """Does link ``a`` lead to the site's front page (the site's name, its logo)?"""
+    href = a.get("href", "").strip()
+    return not href.startswith("#") and urlsplit(href).path in ("", "/")
+
+
+def _beside_text(el: Any) -> bool:
+    """Is there a text column beside ``el`` (a sibling with 200 characters outside links,
+    and a quarter of ``el``'s)?  Then ``el`` is a side column however long (a blogger's
+    profile beside a short post), not a wrapper around the page (a "sidebar-container"
+    around the post and its TOC, beside a short list of recent posts)."""
+    least = max(200, 0.25 * (text_len(el) - link_len(el)))
+    return any(_text_column(s, least) for s in el.itersiblings(preceding=True)) or \
+        any(_text_column(s, least) for s in el.itersiblings())
+
+
+def _text_column(el: Any, least: float) -> bool:
+    return isinstance(el.tag, str) and el.tag not in BOILERPLATE and \
+        text_len(el) - link_len(el) >= least
 
 
 def _own_text(el: Any) -> list[tuple[str, int]]:
@@ -105,6 +149,8 @@ def density_root(body: Any) -> tuple[Any, dict[Any, float]]:
     scores: dict[Any, float] = {}
     cache: dict[Any, bool] = {}
     teasers = teaser_cards(body)
+    if not _several(teasers):
+        teasers = set()  # one post under a linked title (its permalink) is the page's text
     in_links = {d for a in body.iter("a") for d in a.iterdescendants()}
     wrapper = max(text_len(body) // 2, 1)
     for p in body.iter(PARA_TAGS):
@@ -113,12 +159,13 @@ def density_root(body: Any) -> tuple[Any, dict[Any, float]]:
         score = sum((1 + text.count(",") + min(len(text) / 100, 3)) *
                     max(0.0, 1 - links / len(text)) ** 2
                     for text, links in _own_text(p) if len(text) >= 25)
-        if not score or _boiler_region(p, cache, wrapper):
+        if not score or _boiler_region(p, cache, wrapper) or _tagline(p):
             continue
         scores[p] = score
         parent = p.getparent()
         if parent in teasers or (parent is not None and parent.getparent() in teasers):
             scores[p] *= 0.2  # a summary under a linked headline: a teaser of another page
+    paras = dict(scores)  # each paragraph's own score, before it counts for its ancestors
     # each score counts for every ancestor: summed children first (reverse document order),
     # linear in the page even when it nests a million levels deep
     for el in reversed(list(body.iter())):
@@ -134,12 +181,40 @@ def density_root(body: Any) -> tuple[Any, dict[Any, float]]:
     while True:
         best = max((c for c in node if isinstance(c.tag, str)), key=lambda c: scores.get(c, 0),
                    default=None)
+        if best is not None and scores.get(best, 0) < 0.75 * total and \
+                not _one_of_sections(best, scores):
+            column = _text_column_among(node, scores, paras)
+            if column is not None:  # the text column beside columns of blurbs: the page now
+                node, total = column, scores[column]
+                continue
         if best is None or scores.get(best, 0) < 0.75 * total or \
                 _one_of_sections(best, scores):
             if node.tag in _TABLE_PARTS or node.find(".//table") is not None:
                 node = _around_table(node, body, scores)
             return node, scores
         node = best
+
+
+def _text_column_among(node: Any, scores: dict[Any, float],
+                       own: dict[Any, float]) -> Any:
+    """The child of ``node`` that is its text column, when the score is split between
+    columns: the one whose text is a block of paragraphs side by side (60 % of its score or
+    more in one element's own paragraphs), while every other child scoring is fragments
+    (no block of 40 % of its score: a sidebar's blurbs, each in its own box).  Or None."""
+    kids = [c for c in node if isinstance(c.tag, str) and scores.get(c)]
+    if len(kids) < 2:
+        return None
+    found = None
+    for c in kids:
+        dense = max((own.get(e, 0.0) + sum(own.get(k, 0.0) for k in e)
+                     for e in c.iter() if e in scores), default=0.0)
+        if dense >= 0.6 * scores[c]:
+            if found is not None:
+                return None  # two blocks of text: sections of one text, not a column
+            found = c
+        elif dense >= 0.4 * scores[c]:
+            return None
+    return found if found is not None and scores[found] >= 0.4 * scores[node] else None
 
 
 _CARD = 600  # characters at most in one teaser card
@@ -159,6 +234,17 @@ def _linked_headline(h: Any) -> bool:
         links = sum(len(" ".join(STR(a).split())) for a in h.iter("a"))
         return links >= 0.5 * size and size - links <= 25
     return bool(_BLANK(h)) and h.find(".//a[@href]") is not None
+
+
+def _several(cards: set[Any]) -> bool:
+    """Two or more cards, neither inside the other."""
+    tops = 0
+    for c in cards:
+        if not any(a in cards for a in c.iterancestors()):
+            tops += 1
+            if tops >= 2:
+                return True
+    return False
 
 
 def teaser_cards(body: Any) -> set[Any]:
@@ -193,23 +279,24 @@ def with_title(root: Any, body: Any, scores: dict[Any, float], news: bool) -> An
     """The title above the text block belongs to it: the parent holding the page's one <h1>,
     or on a page that is not a news story the nearest ancestor (four levels at most) holding
     it when the block is most of that ancestor's text (TypeDoc: the h1 sits above a column
-    of member groups).  A story's headline and standfirst are not its body."""
+    of member groups).  A story's headline and standfirst are not its body, and a site's
+    logo in an <h1> is not the page's title."""
     if root is body or root.find(".//h1") is not None:
         return root
     parent = root.getparent()
     if news:
         return parent if parent is not None and parent is not body and \
-            len(parent.findall(".//h1")) == 1 else root
+            len(_titles(parent)) == 1 else root
     node, size = root, scores.get(root, 0.0)
     for _ in range(4):
         node = node.getparent()
-        if node is body and len(body.findall("h1")) == 1 == len(body.findall(".//h1")):
+        if node is body and len(body.findall("h1")) == 1 == len(_titles(body)):
             # a page written straight into <body> (old hand-made sites): the lists and
             # sections beside its text block under the same title are the page too
             return body if size >= 0.6 * scores.get(body, 0.0) else root
         if node is None or node is body:
             return root
-        h1s = node.findall(".//h1")
+        h1s = _titles(node)
         if len(h1s) > 1:
             return root
         if h1s:
@@ -217,11 +304,28 @@ def with_title(root: Any, body: Any, scores: dict[Any, float], news: bool) -> An
     return root
 
 
+def _titles(node: Any) -> list[Any]:
+    """The <h1>s below ``node`` that title a page, not a site's logo (an image, or a link to
+    the front page: ``<h1><a href="/"><img alt="The Blog Herald"></a></h1>``)."""
+    return [h for h in node.iter("h1") if not _logo(h)]
+
+
+def _logo(h1: Any) -> bool:
+    """An <h1> with no text (an image), or all one link to the front page."""
+    text = " ".join(STR(h1).split())
+    if not text:
+        return True
+    links = h1.findall(".//a[@href]")
+    if len(links) != 1:
+        return False
+    return len(" ".join(STR(links[0]).split())) >= 0.8 * len(text) and _front_page(links[0])
+
+
 def title_block(root: Any, doc: Any) -> Any:
     """The small block shortly before ``root`` that holds the page's title, its one <h1> or
     else its first <h2> (AsciiDoc's div#header with the h1 and NAME line beside div#content;
     DocBook's div.titlepage with the chapter's h2 before its sections), or None."""
-    h1s = doc.findall(".//h1")
+    h1s = _titles(doc)
     if len(h1s) > 1 or root.find(".//h1") is not None:
         return None
     title = h1s[0] if h1s else doc.find(".//h2")  # (DocBook titles chapters with an h2)

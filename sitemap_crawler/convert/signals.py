@@ -73,7 +73,9 @@ BODY_RE = re.compile(r"(?:^|\s)(?:[\w-]*(?:article|story|entry|post|news)[-_]?(?
                       r"text)|articlebody|body-?text|story|article-?body)(?:$|\s)", re.I)
 
 
-_NOT_TEXT = ("script", "style", "noscript", "template")
+# (a dropdown's options and a text box's draft are never written either: a sidebar's archive
+# menu of 80 months is not 80 lines of text)
+_NOT_TEXT = ("script", "style", "noscript", "template", "select", "textarea")
 
 
 # The length of an element's text, counted by libxml2: 5x faster than joining itertext() in
