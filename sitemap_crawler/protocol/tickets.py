@@ -94,10 +94,23 @@ Invariants (see ../shared/netfs/README.md for why each primitive was chosen):
   and each bucket in it, so a state folder written before buckets (tickets in pending/
   itself) is worked as it was, and small queues never make a bucket.  Only a name that is
   exactly ``s<hh>`` and not a symlink is a bucket (T12: no listed name leads a move out of
-  pending/).  A bucket, once made, stays: removing an empty one raced the rename that had
-  just emptied it (its fsync found no folder), and on sshfs the other mount's listing of
-  it failed with ESTALE for seconds.  So a bucket listing that fails is skipped, and a
-  writer that finds its bucket gone (removed by hand) makes it again.
+  pending/).  Buckets found empty are removed (T14), so a bucket listing that fails (gone,
+  or ESTALE on sshfs's other mount for seconds after a removal) is skipped, and a writer
+  that finds its bucket gone makes it again (T14).
+* T14 (empty buckets go).  A listing of the buckets (``pending_at_most``, ``has_work``, a
+  view's listing) that finds a bucket with no entry at all removes it with ``rmdir``, which
+  the file system (a share's server) refuses for a folder that holds anything, a
+  writer's temporary file included: so no ticket is ever removed with its bucket, and a
+  drained queue costs one listing of ``pending/`` again, not one per bucket.  The races,
+  each answered where it happens: a claim whose rename emptied the bucket finds the folder
+  gone at its fsync (the destination's folder was synced first, so the claim stands); a
+  claim of a name in a removed bucket loses (T1: its rename fails); a writer whose bucket
+  is gone (ENOENT, or ESTALE on the other mount of sshfs, where the kernel still thinks the
+  folder exists and refuses ``mkdir``) makes it again and writes once more, and after
+  :data:`BUCKET_TRIES` attempts writes into ``pending/`` itself, which is worked as well.
+  A ``has_work`` looks at claimed/ first (a drained queue whose last tickets others hold
+  is one listing), then pending/ and claimed/ again: a ticket claimed or handed back while
+  it looked is seen in one of the three.
 """
 
 from __future__ import annotations
@@ -105,6 +118,7 @@ from __future__ import annotations
 import calendar
 import contextlib
 import dataclasses
+import errno
 import logging
 import os
 import random
@@ -344,26 +358,30 @@ class TicketQueue:
         self.added += 1
         name = f"{tid}.0.json"
         data = orjson.dumps(ticket)
-        path = Path(self._in_bucket(
-            bucket, lambda d: write_new_file(str(d), name, data)))
+        path, bucket = self._in_bucket(bucket, lambda d: write_new_file(str(d), name, data))
         self.view.add(TicketName(tid, 0, None, bucket=bucket))
-        return path
+        return Path(path)
 
-    def _in_bucket(self, bucket: str | None, write: Callable[[Path], Any]) -> Any:
-        """``write(folder)`` into pending/ or its ``bucket``, made first if need be; once
-        more if a listing removed it as empty meanwhile (T13)."""
-        d = self.dirs["pending"]
+    def _in_bucket(self, bucket: str | None, write: Callable[[Path], Any],
+                   ) -> tuple[Any, str | None]:
+        """``write(folder)`` into pending/ or its ``bucket``, made first if need be, and made
+        again if a listing removed it as empty meanwhile (T14); after :data:`BUCKET_TRIES`
+        tries into pending/ itself.  Returns what ``write`` returned and the bucket used."""
+        top = self.dirs["pending"]
         if bucket is None:
-            return write(d)
-        d = d / bucket
-        if bucket not in self._made:
-            d.mkdir(exist_ok=True)
-            self._made.add(bucket)
-        try:
-            return write(d)
-        except FileNotFoundError:
-            d.mkdir(exist_ok=True)
-            return write(d)
+            return write(top), None
+        d = top / bucket
+        for attempt in range(BUCKET_TRIES):
+            try:
+                if attempt or bucket not in self._made:
+                    d.mkdir(exist_ok=True)
+                    self._made.add(bucket)
+                return write(d), bucket
+            except OSError as e:  # gone: removed as empty between our mkdir and write (T14)
+                if e.errno not in _GONE:
+                    raise
+        log.debug("pending/%s kept vanishing; ticket written into pending/ itself", bucket)
+        return write(top), None
 
     # -- T1 ----------------------------------------------------------------------------------
     def claim(self, rank: Callable[[TicketName], int | None] | None = None) -> Claimed | None:
@@ -409,7 +427,13 @@ class TicketQueue:
 
     def _take(self, src: Path, name: TicketName) -> Claimed | None:
         dst = self.dirs["claimed"] / name.file(self.worker_id)
-        if not move_exclusive(src, dst, durable=True):
+        try:
+            moved = move_exclusive(src, dst, durable=True)
+        except FileNotFoundError:  # T14: a listing removed the bucket this move emptied
+            if name.bucket is None:  # before its fsync (dst's folder was synced first)
+                raise
+            moved = dst.exists()
+        if not moved:
             return None
         return self._load_claimed(dst, name)
 
@@ -479,8 +503,8 @@ class TicketQueue:
             if not (d / name).exists():
                 atomic_write(d / name, orjson.dumps(data))
 
-        self._in_bucket(c.bucket, write)  # T13: where it was claimed from
-        self.view.add(TicketName(c.name.ticket_id, c.name.gen + 1, None, bucket=c.bucket))
+        _, bucket = self._in_bucket(c.bucket, write)  # T13: where it was claimed from
+        self.view.add(TicketName(c.name.ticket_id, c.name.gen + 1, None, bucket=bucket))
         with contextlib.suppress(FileNotFoundError):
             c.path.unlink()
         self.held.discard(c.path.name)
@@ -592,8 +616,12 @@ class TicketQueue:
         return n
 
     def has_work(self) -> bool:
-        return bool(_count_upto(self.dirs["pending"], 1, buckets=True)
-                    or _count_upto(self.dirs["claimed"], 1))
+        """A ticket pending or claimed (T14: claimed/ first, then pending/, then claimed/
+        again, so one moving between them meanwhile is seen)."""
+        claimed = self.dirs["claimed"]
+        return bool(_count_upto(claimed, 1)
+                    or _count_upto(self.dirs["pending"], 1, buckets=True)
+                    or _count_upto(claimed, 1))
 
     def pending_urls(self) -> Iterator[str]:
         """Every URL in pending, claimed or failed tickets (prepare's idempotence)."""
@@ -610,6 +638,14 @@ class TicketQueue:
 SHARD_AT = 128  # tickets a queue writes into pending/ itself before it uses buckets (T13)
 BUCKETS = 64  # bucket folders pending/s00 .. pending/s3f (T13)
 _BUCKET_RE = re.compile(r"s[0-9a-f]{2}")
+BUCKET_TRIES = 3  # a writer makes its vanished bucket again this often (T14)
+_GONE = {errno.ENOENT, errno.ESTALE}  # a folder removed, as a local disk or sshfs says it
+
+
+def _prune(bucket: Path) -> None:
+    """Remove a bucket a listing found empty (T14); the file system refuses if it is not."""
+    with contextlib.suppress(OSError):
+        os.rmdir(bucket)
 
 
 def bucket_of(ticket_id: str) -> str:
@@ -644,6 +680,8 @@ def list_pending(directory: Path) -> tuple[list[TicketName], set[str]]:
             inner = os.listdir(directory / e)
         except OSError:  # not a folder, or gone (ESTALE on sshfs): nothing to claim there
             continue
+        if not inner:
+            _prune(directory / e)  # T14
         for f in inner:
             sort(f, e)
     return out, bad
@@ -656,7 +694,7 @@ PICK_FROM = 8  # workers would all race for the first ticket: each takes one of 
 
 def _count_upto(directory: Path, n: int, buckets: bool = False) -> int:
     """Ticket names in ``directory`` (with ``buckets``: and in its buckets, T13), counted
-    up to ``n`` (a scan that stops early)."""
+    up to ``n`` (a scan that stops early).  A bucket found empty is removed (T14)."""
     found = 0
     inner: list[str] = []
     try:
@@ -669,11 +707,21 @@ def _count_upto(directory: Path, n: int, buckets: bool = False) -> int:
                 elif buckets and _BUCKET_RE.fullmatch(e.name) and not e.is_symlink():
                     inner.append(e.name)
     except (FileNotFoundError, NotADirectoryError):
-        pass  # a bucket that is not a folder holds nothing (T13)
+        pass
     for b in inner:
-        found += _count_upto(directory / b, n - found)
-        if found >= n:
-            break
+        empty = True
+        try:
+            with os.scandir(directory / b) as it:
+                for e in it:
+                    empty = False
+                    if TicketName.parse(e.name) is not None:
+                        found += 1
+                        if found >= n:
+                            return found
+        except OSError:  # not a folder, or gone (ESTALE on sshfs): holds nothing (T13)
+            continue
+        if empty:
+            _prune(directory / b)
     return found
 
 
