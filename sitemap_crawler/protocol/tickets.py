@@ -111,6 +111,16 @@ Invariants (see ../shared/netfs/README.md for why each primitive was chosen):
   A ``has_work`` looks at claimed/ first (a drained queue whose last tickets others hold
   is one listing), then pending/ and claimed/ again: a ticket claimed or handed back while
   it looked is seen in one of the three.
+* T15 (tickets written beside the parser).  A queue told to (:meth:`TicketQueue.spool`,
+  prepare) hands its new tickets, past its first :data:`SPOOL_AFTER`, to a helper process
+  (spool.py) that writes each exactly as :meth:`TicketQueue.add` does (temporary name,
+  rename into place, its bucket made again if it vanished, T14), so a reader sees a whole
+  ticket or none, as before.  The queue's owner calls :meth:`TicketQueue.flush` before it
+  relies on them: it returns once every ticket is in place and raises the helper's first
+  error as the ``OSError`` the queue's own write would have raised; T8's ``syncfs`` comes
+  after it.  The helper writes nothing once its parent is gone (killed with it, and it
+  checks before each ticket); what stays open is the one create or rename under way in
+  the kernel at that moment, as it was for prepare's own write.
 """
 
 from __future__ import annotations
@@ -141,6 +151,7 @@ from sitemap_crawler.protocol.fsutil import (
     write_new_file,
 )
 from sitemap_crawler.protocol.hostgate import host_key
+from sitemap_crawler.protocol.spool import Spool
 from sitemap_crawler.protocol.state import StateDir
 from sitemap_crawler.protocol.untrusted import quarantine
 from sitemap_crawler.timestamps import parse_ts, utcnow
@@ -303,6 +314,9 @@ class TicketQueue:
         self._refused: set[str] = set()  # of those, ones quarantine/ would not take
         self.added: int | None = None  # tickets in pending/ itself as add() counts (T13)
         self._made: set[str] = set()  # buckets this queue has made (or found) already
+        self._spool: Spool | None = None  # the helper writing new tickets (T15)
+        self._spool_at: int | None = None  # ... started at this many adds; None: never
+        self._adds = 0
 
     # -- listing -----------------------------------------------------------------------------
     def names(self, state: str) -> list[TicketName]:
@@ -358,9 +372,41 @@ class TicketQueue:
         self.added += 1
         name = f"{tid}.0.json"
         data = orjson.dumps(ticket)
-        path, bucket = self._in_bucket(bucket, lambda d: write_new_file(str(d), name, data))
+        self._adds += 1
+        if self._spool is None and self._spool_at is not None and self._adds > self._spool_at:
+            self._start_spool()
+        if self._spool is not None:  # T15: in place once flush() returns
+            top = self.dirs["pending"]
+            d = top if bucket is None else top / bucket
+            if bucket is not None and bucket not in self._made:
+                d.mkdir(exist_ok=True)
+                self._made.add(bucket)
+            self._spool.write(str(d), name, data, fallback=str(top) if bucket else "")
+            path = str(d / name)
+        else:
+            path, bucket = self._in_bucket(bucket,
+                                           lambda d: write_new_file(str(d), name, data))
         self.view.add(TicketName(tid, 0, None, bucket=bucket))
         return Path(path)
+
+    def spool(self, after: int | None = None) -> None:
+        """Write new tickets, past the first ``after`` (:data:`SPOOL_AFTER`), from a helper
+        process (T15); :meth:`flush` before relying on them."""
+        self._spool_at = SPOOL_AFTER if after is None else after
+
+    def _start_spool(self) -> None:
+        self._spool_at = None  # one try: if it cannot start, this process writes them
+        try:
+            self._spool = Spool()
+        except OSError as e:
+            log.debug("no ticket writer process (%s): writing tickets in this one", e)
+
+    def flush(self, quiet: bool = False) -> None:
+        """Return once every ticket :meth:`add` was given is in place (T15); raise the
+        writer's error (not with ``quiet``, for a caller that is failing already)."""
+        spool, self._spool, self._spool_at = self._spool, None, None
+        if spool is not None:
+            spool.close(quiet=quiet)
 
     def _in_bucket(self, bucket: str | None, write: Callable[[Path], Any],
                    ) -> tuple[Any, str | None]:
@@ -638,7 +684,8 @@ class TicketQueue:
 SHARD_AT = 128  # tickets a queue writes into pending/ itself before it uses buckets (T13)
 BUCKETS = 64  # bucket folders pending/s00 .. pending/s3f (T13)
 _BUCKET_RE = re.compile(r"s[0-9a-f]{2}")
-BUCKET_TRIES = 3  # a writer makes its vanished bucket again this often (T14)
+BUCKET_TRIES = 3  # a writer makes its vanished bucket again this often (T14; spool.py too)
+SPOOL_AFTER = 100  # tickets a spooling queue writes itself before it starts the helper (T15)
 _GONE = {errno.ENOENT, errno.ESTALE}  # a folder removed, as a local disk or sshfs says it
 
 
