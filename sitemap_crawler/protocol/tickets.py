@@ -118,9 +118,11 @@ Invariants (see ../shared/netfs/README.md for why each primitive was chosen):
   ticket or none, as before.  The queue's owner calls :meth:`TicketQueue.flush` before it
   relies on them: it returns once every ticket is in place and raises the helper's first
   error as the ``OSError`` the queue's own write would have raised; T8's ``syncfs`` comes
-  after it.  The helper writes nothing once its parent is gone (killed with it, and it
-  checks before each ticket); what stays open is the one create or rename under way in
-  the kernel at that moment, as it was for prepare's own write.
+  after it.  Such a ticket does not enter its writer's view (T10): it may not be in place
+  before the flush, and prepare never claims.  The helper writes nothing once its parent
+  is gone (killed with it, and it checks before each ticket); what stays open is the one
+  create or rename under way in the kernel at that moment, as it was for prepare's own
+  write.
 """
 
 from __future__ import annotations
@@ -376,16 +378,14 @@ class TicketQueue:
         if self._spool is None and self._spool_at is not None and self._adds > self._spool_at:
             self._start_spool()
         if self._spool is not None:  # T15: in place once flush() returns
-            top = self.dirs["pending"]
-            d = top if bucket is None else top / bucket
+            top = str(self.dirs["pending"])
+            d = top if bucket is None else f"{top}/{bucket}"
             if bucket is not None and bucket not in self._made:
-                d.mkdir(exist_ok=True)
+                os.makedirs(d, exist_ok=True)
                 self._made.add(bucket)
-            self._spool.write(str(d), name, data, fallback=str(top) if bucket else "")
-            path = str(d / name)
-        else:
-            path, bucket = self._in_bucket(bucket,
-                                           lambda d: write_new_file(str(d), name, data))
+            self._spool.write(d, name, data, fallback=top if bucket else "")
+            return Path(f"{d}/{name}")  # not in the view: not there before flush() (T15)
+        path, bucket = self._in_bucket(bucket, lambda d: write_new_file(str(d), name, data))
         self.view.add(TicketName(tid, 0, None, bucket=bucket))
         return Path(path)
 
