@@ -411,7 +411,11 @@ def test_a_drained_queue_lists_only_pending_itself(tmp_path, monkeypatch):
     q = TicketQueue(state, "a-1-aaaaaa")
     while (c := q.claim()) is not None:
         q.finish(c)
+    (state.ticket_dir("pending") / "s07").mkdir(exist_ok=True)
+    assert q.counts()["pending"] == 0 and not q.has_work()  # status and the like: kept
+    assert (state.ticket_dir("pending") / "s07").is_dir()
     assert q.pending_at_most(0)
+    assert not (state.ticket_dir("pending") / "s07").exists()
     listed: list[str] = []
     real = os.scandir
     monkeypatch.setattr(os, "scandir", lambda p: listed.append(str(p)) or real(p))

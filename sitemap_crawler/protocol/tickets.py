@@ -97,8 +97,9 @@ Invariants (see ../shared/netfs/README.md for why each primitive was chosen):
   pending/).  Buckets found empty are removed (T14), so a bucket listing that fails (gone,
   or ESTALE on sshfs's other mount for seconds after a removal) is skipped, and a writer
   that finds its bucket gone makes it again (T14).
-* T14 (empty buckets go).  A listing of the buckets (``pending_at_most``, ``has_work``, a
-  view's listing) that finds a bucket with no entry at all removes it with ``rmdir``, which
+* T14 (empty buckets go).  A listing of the buckets for a claim (``pending_at_most``, a
+  view's listing, T10) that finds a bucket with no entry at all removes it with ``rmdir``
+  (listings for ``status``, ``counts`` or a dry run leave the folder as it is), which
   the file system (a share's server) refuses for a folder that holds anything, a
   writer's temporary file included: so no ticket is ever removed with its bucket, and a
   drained queue costs one listing of ``pending/`` again, not one per bucket.  The races,
@@ -469,7 +470,7 @@ class TicketQueue:
     def pending_at_most(self, n: int) -> bool:
         """True if ``pending/`` holds at most ``n`` tickets, read from the first entries of a
         listing only (a check made after every ticket must not cost a full listing)."""
-        return _count_upto(self.dirs["pending"], n + 1, buckets=True) <= n
+        return _count_upto(self.dirs["pending"], n + 1, buckets=True, prune=True) <= n
 
     def _take(self, src: Path, name: TicketName) -> Claimed | None:
         dst = self.dirs["claimed"] / name.file(self.worker_id)
@@ -700,9 +701,11 @@ def bucket_of(ticket_id: str) -> str:
     return f"s{zlib.crc32(ticket_id.encode()) % BUCKETS:02x}"
 
 
-def list_pending(directory: Path) -> tuple[list[TicketName], set[str]]:
+def list_pending(directory: Path, prune: bool = False,
+                 ) -> tuple[list[TicketName], set[str]]:
     """Ticket names in pending/ and in its buckets (T13), each with its bucket; and the
-    ``*.json`` entries that are not ticket names, as paths relative to pending/ (T12)."""
+    ``*.json`` entries that are not ticket names, as paths relative to pending/ (T12).
+    With ``prune``, a bucket found empty is removed (T14)."""
     out: list[TicketName] = []
     bad: set[str] = set()
     try:
@@ -727,7 +730,7 @@ def list_pending(directory: Path) -> tuple[list[TicketName], set[str]]:
             inner = os.listdir(directory / e)
         except OSError:  # not a folder, or gone (ESTALE on sshfs): nothing to claim there
             continue
-        if not inner:
+        if not inner and prune:
             _prune(directory / e)  # T14
         for f in inner:
             sort(f, e)
@@ -739,9 +742,10 @@ RELIST_FACTOR = 20  # ... or this many times what the last listing took, if long
 PICK_FROM = 8  # workers would all race for the first ticket: each takes one of the first few
 
 
-def _count_upto(directory: Path, n: int, buckets: bool = False) -> int:
+def _count_upto(directory: Path, n: int, buckets: bool = False, prune: bool = False) -> int:
     """Ticket names in ``directory`` (with ``buckets``: and in its buckets, T13), counted
-    up to ``n`` (a scan that stops early).  A bucket found empty is removed (T14)."""
+    up to ``n`` (a scan that stops early).  With ``prune``, a bucket found empty is
+    removed (T14)."""
     found = 0
     inner: list[str] = []
     try:
@@ -767,7 +771,7 @@ def _count_upto(directory: Path, n: int, buckets: bool = False) -> int:
                             return found
         except OSError:  # not a folder, or gone (ESTALE on sshfs): holds nothing (T13)
             continue
-        if empty:
+        if empty and prune:
             _prune(directory / b)
     return found
 
@@ -795,7 +799,7 @@ class PendingView:
         """List pending/ again; returns the ``*.json`` names there that are not ticket
         names (T12)."""
         t0 = time.monotonic()
-        listed, bad = list_pending(self.directory)
+        listed, bad = list_pending(self.directory, prune=True)
         tags: dict[str | None, list[TicketName]] = {}
         for n in listed:
             if n.owner is None:
