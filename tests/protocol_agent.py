@@ -4,7 +4,8 @@
 
 claims tickets until none is left, appending "ticket_id worker_id" to OUT_FILE for each
 ticket it completed; ``drain-prune`` also asks ``pending_at_most`` after every claim (which
-removes empty buckets, tickets.py T14) and hands every fifth new ticket back once.
+skips buckets it found empty for a while, tickets.py T14) and hands every fifth new
+ticket back once.
 
     python protocol_agent.py feed STATE_DIR FIRST N
 
@@ -34,8 +35,8 @@ from sitemap_crawler.protocol.tickets import TicketQueue
 
 
 def drain(root: Path, out: Path, hold: float, prune: bool = False) -> None:
-    """``prune``: also ask ``pending_at_most`` after every claim, which removes the
-    buckets it finds empty (tickets.py T14), and hand back every fifth new ticket once."""
+    """``prune``: also ask ``pending_at_most`` after every claim, which skips the buckets
+    it found empty for a while (tickets.py T14), and hand back every fifth new ticket."""
     state = StateDir(root)
     wid = new_worker_id()
     hb = Heartbeat(state.workers, wid, 0.5).start()

@@ -94,24 +94,23 @@ Invariants (see ../shared/netfs/README.md for why each primitive was chosen):
   and each bucket in it, so a state folder written before buckets (tickets in pending/
   itself) is worked as it was, and small queues never make a bucket.  Only a name that is
   exactly ``s<hh>`` and not a symlink is a bucket (T12: no listed name leads a move out of
-  pending/).  Buckets found empty are removed (T14), so a bucket listing that fails (gone,
-  or ESTALE on sshfs's other mount for seconds after a removal) is skipped, and a writer
-  that finds its bucket gone makes it again (T14).
-* T14 (empty buckets go).  A listing of the buckets for a claim (``pending_at_most``, a
-  view's listing, T10) that finds a bucket with no entry at all removes it with ``rmdir``
-  (listings for ``status``, ``counts`` or a dry run leave the folder as it is), which
-  the file system (a share's server) refuses for a folder that holds anything, a
-  writer's temporary file included: so no ticket is ever removed with its bucket, and a
-  drained queue costs one listing of ``pending/`` again, not one per bucket.  The races,
-  each answered where it happens: a claim whose rename emptied the bucket finds the folder
-  gone at its fsync (the destination's folder was synced first, so the claim stands); a
-  claim of a name in a removed bucket loses (T1: its rename fails); a writer whose bucket
-  is gone (ENOENT, or ESTALE on the other mount of sshfs, where the kernel still thinks the
-  folder exists and refuses ``mkdir``) makes it again and writes once more, and after
-  :data:`BUCKET_TRIES` attempts writes into ``pending/`` itself, which is worked as well.
-  A ``has_work`` looks at claimed/ first (a drained queue whose last tickets others hold
-  is one listing), then pending/ and claimed/ again: a ticket claimed or handed back while
-  it looked is seen in one of the three.
+  pending/).  A bucket, once made, stays (T14), and a bucket listing that fails (not a
+  folder, or ESTALE on sshfs) is skipped; a writer that finds its bucket gone (removed by
+  hand) makes it again, and after :data:`BUCKET_TRIES` tries writes into pending/ itself.
+* T14 (a drained queue is cheap to ask).  ``pending_at_most`` (asked after every ticket by
+  a link-following worker, and every second for a site a process has not opened) does not
+  list a bucket again that it listed empty less than :data:`EMPTY_TTL` seconds ago, unless
+  this queue wrote into it since: a drained big queue costs one listing of ``pending/``
+  per call and 64 more every few seconds, not 65 a call.  It may so miss, for at most
+  that long, a ticket another process put into a bucket found empty: what a share's
+  lagging listing already does (up to 20 s on sshfs); nothing is ever removed or skipped
+  for good, and a new prepare's tickets go into ``pending/`` itself first (T13), where
+  every call looks.  ``has_work`` (a process's decision to end) lists everything: claimed/
+  first (a drained queue whose last tickets others hold is one listing), then pending/
+  and claimed/ again, so a ticket claimed or handed back while it looked is seen in one of
+  the three.  Removing empty buckets was tried twice and is not done: a claim's rename out
+  of a bucket another mount had just removed answered EIO on smbnetfs (and so did the
+  look at its destination after it), and sshfs's other mount got ESTALE listing it.
 * T15 (tickets written beside the parser).  A queue told to (:meth:`TicketQueue.spool`,
   prepare) hands its new tickets, past its first :data:`SPOOL_AFTER`, to a helper process
   (spool.py) that writes each exactly as :meth:`TicketQueue.add` does (temporary name,
@@ -317,6 +316,7 @@ class TicketQueue:
         self._refused: set[str] = set()  # of those, ones quarantine/ would not take
         self.added: int | None = None  # tickets in pending/ itself as add() counts (T13)
         self._made: set[str] = set()  # buckets this queue has made (or found) already
+        self._empty: dict[str, float] = {}  # buckets pending_at_most listed empty, when (T14)
         self._spool: Spool | None = None  # the helper writing new tickets (T15)
         self._spool_at: int | None = None  # ... started at this many adds; None: never
         self._adds = 0
@@ -381,6 +381,7 @@ class TicketQueue:
         if self._spool is not None:  # T15: in place once flush() returns
             top = str(self.dirs["pending"])
             d = top if bucket is None else f"{top}/{bucket}"
+            self._empty.pop(bucket or "", None)  # T14
             if bucket is not None and bucket not in self._made:
                 os.makedirs(d, exist_ok=True)
                 self._made.add(bucket)
@@ -412,11 +413,12 @@ class TicketQueue:
     def _in_bucket(self, bucket: str | None, write: Callable[[Path], Any],
                    ) -> tuple[Any, str | None]:
         """``write(folder)`` into pending/ or its ``bucket``, made first if need be, and made
-        again if a listing removed it as empty meanwhile (T14); after :data:`BUCKET_TRIES`
+        again if it was removed meanwhile (T13); after :data:`BUCKET_TRIES`
         tries into pending/ itself.  Returns what ``write`` returned and the bucket used."""
         top = self.dirs["pending"]
         if bucket is None:
             return write(top), None
+        self._empty.pop(bucket, None)  # T14: written into, so listed again
         d = top / bucket
         for attempt in range(BUCKET_TRIES):
             try:
@@ -424,7 +426,7 @@ class TicketQueue:
                     d.mkdir(exist_ok=True)
                     self._made.add(bucket)
                 return write(d), bucket
-            except OSError as e:  # gone: removed as empty between our mkdir and write (T14)
+            except OSError as e:  # gone: removed between our mkdir and write (T13)
                 if e.errno not in _GONE:
                     raise
         log.debug("pending/%s kept vanishing; ticket written into pending/ itself", bucket)
@@ -470,14 +472,14 @@ class TicketQueue:
     def pending_at_most(self, n: int) -> bool:
         """True if ``pending/`` holds at most ``n`` tickets, read from the first entries of a
         listing only (a check made after every ticket must not cost a full listing)."""
-        return _count_upto(self.dirs["pending"], n + 1, buckets=True, prune=True) <= n
+        return _count_upto(self.dirs["pending"], n + 1, buckets=True, empty=self._empty) <= n
 
     def _take(self, src: Path, name: TicketName) -> Claimed | None:
         dst = self.dirs["claimed"] / name.file(self.worker_id)
         try:
             moved = move_exclusive(src, dst, durable=True)
-        except FileNotFoundError:  # T14: a listing removed the bucket this move emptied
-            if name.bucket is None:  # before its fsync (dst's folder was synced first)
+        except FileNotFoundError:  # T13: a bucket removed by hand once this move emptied
+            if name.bucket is None:  # it, before its fsync (dst's folder was synced first)
                 raise
             moved = dst.exists()
         if not moved:
@@ -663,8 +665,8 @@ class TicketQueue:
         return n
 
     def has_work(self) -> bool:
-        """A ticket pending or claimed (T14: claimed/ first, then pending/, then claimed/
-        again, so one moving between them meanwhile is seen)."""
+        """A ticket pending or claimed, from full listings (T14: claimed/ first, then
+        pending/, then claimed/ again, so one moving between them meanwhile is seen)."""
         claimed = self.dirs["claimed"]
         return bool(_count_upto(claimed, 1)
                     or _count_upto(self.dirs["pending"], 1, buckets=True)
@@ -685,15 +687,12 @@ class TicketQueue:
 SHARD_AT = 128  # tickets a queue writes into pending/ itself before it uses buckets (T13)
 BUCKETS = 64  # bucket folders pending/s00 .. pending/s3f (T13)
 _BUCKET_RE = re.compile(r"s[0-9a-f]{2}")
-BUCKET_TRIES = 3  # a writer makes its vanished bucket again this often (T14; spool.py too)
+BUCKET_TRIES = 3  # a writer makes its vanished bucket again this often (T13; spool.py too)
 SPOOL_AFTER = 100  # tickets a spooling queue writes itself before it starts the helper (T15)
 _GONE = {errno.ENOENT, errno.ESTALE}  # a folder removed, as a local disk or sshfs says it
 
 
-def _prune(bucket: Path) -> None:
-    """Remove a bucket a listing found empty (T14); the file system refuses if it is not."""
-    with contextlib.suppress(OSError):
-        os.rmdir(bucket)
+EMPTY_TTL = 5.0  # seconds a bucket listed empty is not listed again by pending_at_most (T14)
 
 
 def bucket_of(ticket_id: str) -> str:
@@ -701,11 +700,9 @@ def bucket_of(ticket_id: str) -> str:
     return f"s{zlib.crc32(ticket_id.encode()) % BUCKETS:02x}"
 
 
-def list_pending(directory: Path, prune: bool = False,
-                 ) -> tuple[list[TicketName], set[str]]:
+def list_pending(directory: Path) -> tuple[list[TicketName], set[str]]:
     """Ticket names in pending/ and in its buckets (T13), each with its bucket; and the
-    ``*.json`` entries that are not ticket names, as paths relative to pending/ (T12).
-    With ``prune``, a bucket found empty is removed (T14)."""
+    ``*.json`` entries that are not ticket names, as paths relative to pending/ (T12)."""
     out: list[TicketName] = []
     bad: set[str] = set()
     try:
@@ -730,8 +727,6 @@ def list_pending(directory: Path, prune: bool = False,
             inner = os.listdir(directory / e)
         except OSError:  # not a folder, or gone (ESTALE on sshfs): nothing to claim there
             continue
-        if not inner and prune:
-            _prune(directory / e)  # T14
         for f in inner:
             sort(f, e)
     return out, bad
@@ -742,10 +737,12 @@ RELIST_FACTOR = 20  # ... or this many times what the last listing took, if long
 PICK_FROM = 8  # workers would all race for the first ticket: each takes one of the first few
 
 
-def _count_upto(directory: Path, n: int, buckets: bool = False, prune: bool = False) -> int:
+def _count_upto(directory: Path, n: int, buckets: bool = False,
+                empty: dict[str, float] | None = None) -> int:
     """Ticket names in ``directory`` (with ``buckets``: and in its buckets, T13), counted
-    up to ``n`` (a scan that stops early).  With ``prune``, a bucket found empty is
-    removed (T14)."""
+    up to ``n`` (a scan that stops early).  ``empty`` (T14): bucket -> monotonic time it
+    was listed empty; one listed empty within :data:`EMPTY_TTL` is not listed again, and
+    what this scan finds is recorded there."""
     found = 0
     inner: list[str] = []
     try:
@@ -759,20 +756,28 @@ def _count_upto(directory: Path, n: int, buckets: bool = False, prune: bool = Fa
                     inner.append(e.name)
     except (FileNotFoundError, NotADirectoryError):
         pass
+    now = time.monotonic()
     for b in inner:
-        empty = True
+        if empty is not None and now - empty.get(b, -1e18) < EMPTY_TTL:
+            continue
+        seen = False
         try:
             with os.scandir(directory / b) as it:
                 for e in it:
-                    empty = False
+                    seen = True
                     if TicketName.parse(e.name) is not None:
                         found += 1
                         if found >= n:
-                            return found
+                            break
         except OSError:  # not a folder, or gone (ESTALE on sshfs): holds nothing (T13)
             continue
-        if empty and prune:
-            _prune(directory / b)
+        if empty is not None:
+            if seen:
+                empty.pop(b, None)
+            else:
+                empty[b] = now
+        if found >= n:
+            break
     return found
 
 
@@ -799,7 +804,7 @@ class PendingView:
         """List pending/ again; returns the ``*.json`` names there that are not ticket
         names (T12)."""
         t0 = time.monotonic()
-        listed, bad = list_pending(self.directory, prune=True)
+        listed, bad = list_pending(self.directory)
         tags: dict[str | None, list[TicketName]] = {}
         for n in listed:
             if n.owner is None:
