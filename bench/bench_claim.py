@@ -81,15 +81,11 @@ def write_tickets(root: Path, n: int) -> None:
     state = StateDir(root)
     state.ensure()
     q = TicketQueue(state, "prep-1-aaaaaa")
-    if hasattr(q, "spool"):  # written as prepare writes them (T15): 1M in minutes
-        q.spool()
     for i in range(n):
         host = f"h{i % 20}.example"
         tid = f"20261126T000000-{i:07d}{HOST_MARK}{host_tag(host)}"
         q.add({"ticket_id": tid, "site": "bench", "created_at": "2026-11-26T00:00:00Z",
                "urls": [{"url": f"https://{host}/p/{i}"}]})
-    if hasattr(q, "flush"):
-        q.flush()
 
 
 def buckets(root: Path) -> dict[str, str]:

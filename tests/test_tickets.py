@@ -461,3 +461,16 @@ def test_buckets_asked_often_across_two_mounts_of_a_real_share(share, tmp_path):
         ids[c.ticket_id] += 1
         left.finish(c)
     assert max(ids.values()) == 1 and len(ids) == n + fed, f"{kind}: {n + fed - len(ids)} lost"
+
+
+def test_a_writer_that_never_claims_keeps_its_tickets_out_of_its_view(tmp_path):
+    """T10: prepare's queue holds no name of the tickets it writes; others claim them."""
+    state = StateDir(tmp_path / "st")
+    state.ensure()
+    q = TicketQueue(state, "prepare")
+    for i in range(300):
+        q.add({"ticket_id": f"t-{i:04d}", "site": "s", "urls": [{"url": f"https://h/{i}"}]},
+              to_view=False)
+    assert q.view.size == 0 and not q.view.tags
+    w = TicketQueue(state, "a-1-aaaaaa")
+    assert len(list(iter(w.claim, None))) == 300

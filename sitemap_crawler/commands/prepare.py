@@ -316,7 +316,7 @@ class _Tickets:
                 "progress": {"total": len(group), "success": 0, "failed": 0, "skipped": 0}}
             if self.full:
                 ticket["full"] = True
-            self.queue.add(ticket)
+            self.queue.add(ticket, to_view=False)  # prepare claims nothing (tickets.py T10)
 
 
 def _carried(prior: dict[str, Any]) -> dict[str, Any]:
@@ -433,9 +433,6 @@ class _Prepare:
             self.gate = (None if dry_run
                          else stack.enter_context(shared_gate(self.state, self.wid, self.s,
                                                          linger=self.linger)))
-            if not dry_run:  # tickets.py T15: written beside the parser, flushed before T8
-                queue.spool()
-                stack.callback(queue.flush, quiet=True)
             self._discover(idx, progress, res, dry_run, queue)
 
     def _discover(self, idx: Known,
@@ -497,9 +494,7 @@ class _Prepare:
             res.warnings.append(f"max_urls_per_site={self.s.max_urls_per_site} reached: "
                                 f"{res.over_limit} URLs left out")
         if not dry_run:
-            # ticket files were written without per-file fsync: make them durable (T8),
-            # once the writer process has put every one in place (T15)
-            queue.flush()
+            # ticket files were written without per-file fsync: make them durable
             sync_filesystem(self.state.ticket_dir("pending"))
             self._record(tickets.run, tickets.hosts)
 

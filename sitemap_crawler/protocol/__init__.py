@@ -22,7 +22,7 @@ L1-L4   RenameLock: token renamed to a unique name; the holder rewrites   fsutil
         its content while it holds it; broken only after ``timeout`` of
         unchanged content (observer's clock) or a proven-local death;
         a holder that lost it finds out before it writes anything
-T1-T15  claim, ownership, complete, hand back, reclaim (progress read     tickets.py
+T1-T14  claim, ownership, complete, hand back, reclaim (progress read     tickets.py
         before the rename; own-id orphans handed back), at-least-once,
         retention, durability of the queue (Maildir-like tmp->new->cur);
         a completed ticket's name carries its completion stamp, so T7
@@ -63,8 +63,7 @@ Worker ids (state.py) are ``<full host>-<machine token>-<pid>-<nonce>``: unique 
 and the only proof that a worker runs where its pid can be checked.
 
 Modules: ``fsutil`` (the primitives), ``state`` (the directory layout, worker ids),
-``tickets``, ``spool`` (a helper process writing prepare's new tickets, tickets.py T15),
-``heartbeat``, ``hostgate``, ``journal``, ``index``, ``names`` (file names
+``tickets``, ``heartbeat``, ``hostgate``, ``journal``, ``index``, ``names`` (file names
 owned once), ``untrusted`` (what is read from the state folder is checked before any file
 system call; a bad file goes to ``quarantine/``).
 

@@ -70,7 +70,8 @@ Invariants (see ../shared/netfs/README.md for why each primitive was chosen):
   harmless: a name somebody else took fails its rename (T1 decides, never the listing), and a
   name the view has not seen yet is seen at the next listing, the same as with a share's
   lagging listings (../shared/netfs/README.md: up to 20 s on sshfs).  What this queue writes
-  into ``pending/`` itself (hand back, reclaim, add) enters its view at once.
+  into ``pending/`` itself (hand back, reclaim, add) enters its view at once (but for
+  prepare's adds: it never claims).
 * T11 (full rounds).  A ticket written by a full round the user asked for (``prepare
   --full``, ``crawl_mode: full``, ``crawl_state.incremental: false``) carries ``"full":
   true``: its URLs are fetched without ``If-None-Match``/``If-Modified-Since``, so their
@@ -111,18 +112,6 @@ Invariants (see ../shared/netfs/README.md for why each primitive was chosen):
   the three.  Removing empty buckets was tried twice and is not done: a claim's rename out
   of a bucket another mount had just removed answered EIO on smbnetfs (and so did the
   look at its destination after it), and sshfs's other mount got ESTALE listing it.
-* T15 (tickets written beside the parser).  A queue told to (:meth:`TicketQueue.spool`,
-  prepare) hands its new tickets, past its first :data:`SPOOL_AFTER`, to a helper process
-  (spool.py) that writes each exactly as :meth:`TicketQueue.add` does (temporary name,
-  rename into place, its bucket made again if it vanished, T14), so a reader sees a whole
-  ticket or none, as before.  The queue's owner calls :meth:`TicketQueue.flush` before it
-  relies on them: it returns once every ticket is in place and raises the helper's first
-  error as the ``OSError`` the queue's own write would have raised; T8's ``syncfs`` comes
-  after it.  Such a ticket does not enter its writer's view (T10): it may not be in place
-  before the flush, and prepare never claims.  The helper writes nothing once its parent
-  is gone (killed with it, and it checks before each ticket); what stays open is the one
-  create or rename under way in the kernel at that moment, as it was for prepare's own
-  write.
 """
 
 from __future__ import annotations
@@ -153,7 +142,6 @@ from sitemap_crawler.protocol.fsutil import (
     write_new_file,
 )
 from sitemap_crawler.protocol.hostgate import host_key
-from sitemap_crawler.protocol.spool import Spool
 from sitemap_crawler.protocol.state import StateDir
 from sitemap_crawler.protocol.untrusted import quarantine
 from sitemap_crawler.timestamps import parse_ts, utcnow
@@ -317,9 +305,6 @@ class TicketQueue:
         self.added: int | None = None  # tickets in pending/ itself as add() counts (T13)
         self._made: set[str] = set()  # buckets this queue has made (or found) already
         self._empty: dict[str, float] = {}  # buckets pending_at_most listed empty, when (T14)
-        self._spool: Spool | None = None  # the helper writing new tickets (T15)
-        self._spool_at: int | None = None  # ... started at this many adds; None: never
-        self._adds = 0
 
     # -- listing -----------------------------------------------------------------------------
     def names(self, state: str) -> list[TicketName]:
@@ -365,9 +350,11 @@ class TicketQueue:
         return counts
 
     # -- creation ----------------------------------------------------------------------------
-    def add(self, ticket: dict[str, Any]) -> Path:
+    def add(self, ticket: dict[str, Any], *, to_view: bool = True) -> Path:
         """Write a new pending ticket (gen 0); prepare makes them durable at its end (T8).
-        Past the first :data:`SHARD_AT`, into its bucket (T13)."""
+        Past the first :data:`SHARD_AT`, into its bucket (T13).  ``to_view=False``: for a
+        writer that never claims (prepare), the ticket stays out of this queue's view
+        (T10), which would hold 10,000 names for a million URLs and insert each in front."""
         tid = str(ticket["ticket_id"])
         if self.added is None:  # what others left there counts too (each fold is a new queue)
             self.added = _count_upto(self.dirs["pending"], SHARD_AT)
@@ -375,40 +362,10 @@ class TicketQueue:
         self.added += 1
         name = f"{tid}.0.json"
         data = orjson.dumps(ticket)
-        self._adds += 1
-        if self._spool is None and self._spool_at is not None and self._adds > self._spool_at:
-            self._start_spool()
-        if self._spool is not None:  # T15: in place once flush() returns
-            top = str(self.dirs["pending"])
-            d = top if bucket is None else f"{top}/{bucket}"
-            self._empty.pop(bucket or "", None)  # T14
-            if bucket is not None and bucket not in self._made:
-                os.makedirs(d, exist_ok=True)
-                self._made.add(bucket)
-            self._spool.write(d, name, data, fallback=top if bucket else "")
-            return Path(f"{d}/{name}")  # not in the view: not there before flush() (T15)
         path, bucket = self._in_bucket(bucket, lambda d: write_new_file(str(d), name, data))
-        self.view.add(TicketName(tid, 0, None, bucket=bucket))
+        if to_view:
+            self.view.add(TicketName(tid, 0, None, bucket=bucket))
         return Path(path)
-
-    def spool(self, after: int | None = None) -> None:
-        """Write new tickets, past the first ``after`` (:data:`SPOOL_AFTER`), from a helper
-        process (T15); :meth:`flush` before relying on them."""
-        self._spool_at = SPOOL_AFTER if after is None else after
-
-    def _start_spool(self) -> None:
-        self._spool_at = None  # one try: if it cannot start, this process writes them
-        try:
-            self._spool = Spool()
-        except OSError as e:
-            log.debug("no ticket writer process (%s): writing tickets in this one", e)
-
-    def flush(self, quiet: bool = False) -> None:
-        """Return once every ticket :meth:`add` was given is in place (T15); raise the
-        writer's error (not with ``quiet``, for a caller that is failing already)."""
-        spool, self._spool, self._spool_at = self._spool, None, None
-        if spool is not None:
-            spool.close(quiet=quiet)
 
     def _in_bucket(self, bucket: str | None, write: Callable[[Path], Any],
                    ) -> tuple[Any, str | None]:
@@ -687,8 +644,7 @@ class TicketQueue:
 SHARD_AT = 128  # tickets a queue writes into pending/ itself before it uses buckets (T13)
 BUCKETS = 64  # bucket folders pending/s00 .. pending/s3f (T13)
 _BUCKET_RE = re.compile(r"s[0-9a-f]{2}")
-BUCKET_TRIES = 3  # a writer makes its vanished bucket again this often (T13; spool.py too)
-SPOOL_AFTER = 100  # tickets a spooling queue writes itself before it starts the helper (T15)
+BUCKET_TRIES = 3  # a writer makes its vanished bucket again this often (T13)
 _GONE = {errno.ENOENT, errno.ESTALE}  # a folder removed, as a local disk or sshfs says it
 
 
