@@ -8,7 +8,8 @@ mount A, ../shared/netfs) and each number N of pending tickets (one URL each, sp
 20 host tags as prepare writes them, T9), a fresh process claims ``--claims`` tickets one
 after another through ``TicketQueue.claim`` with the dispatcher's kind of rank (a host it
 holds is not wanted again), and prints the time of the first claim (which lists ``pending/``),
-the mean and median of the others, and the listings of ``pending/`` it made.  The tickets
+the mean and median of the others, and the listings of ``pending/`` it made; a process
+that drained the queue also times ``pending_at_most(0)`` twice (``drained_ms``).  The tickets
 are written once per (dir, N) and put back between rounds.  ``--pythonpath`` runs the
 claiming process from another checkout (a before/after comparison at an older commit).
 One JSON line per (dir, N, round).
@@ -60,7 +61,12 @@ for i in range(k):
     tag = ticket_host(c.ticket_id)
     held[tag] = held.get(tag, 0) + 1
 rest = sorted(times[1:])
-print(json.dumps({"claims": len(times), "first_ms": 1000 * times[0],
+drained = []  # ran dry: what asking the drained queue costs, twice (tickets.py T14)
+for _ in range(2 if c is None else 0):
+    t0 = time.perf_counter()
+    q.pending_at_most(0)
+    drained.append(round(1000 * (time.perf_counter() - t0), 3))
+print(json.dumps({"claims": len(times), "first_ms": 1000 * times[0], "drained_ms": drained,
                   "mean_ms": 1000 * sum(times) / len(times),
                   "rest_mean_ms": 1000 * sum(rest) / max(1, len(rest)),
                   "rest_median_ms": 1000 * rest[len(rest) // 2] if rest else None,

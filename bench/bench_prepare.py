@@ -2,7 +2,7 @@
 
     python -m bench.bench_prepare [--files 20] [--per-file 50000] [--workdir DIR]
                                   [--rounds 3] [--usp-rounds 3] [--shape plain|varied]
-                                  [--gzip] [--request-delay 0]
+                                  [--gzip] [--request-delay 0] [--pythonpath DIR,DIR]
 
 Writes a sitemap index of ``files`` x ``per_file`` URLs (with lastmod, changefreq, priority),
 serves it with nginx on 127.0.0.1, then in one run measures, each in a fresh process:
@@ -11,6 +11,10 @@ ultimate-sitemap-parser listing the same URLs — wall time and peak RSS of the 
 Rounds alternate between the two tools, so a busy moment of the machine hits both.
 ``--shape varied``: longer paths of many lengths (``/guide/deploy-backup-notes-0000001.html``);
 ``--gzip``: the urlset files gzipped (bench/site.py ``make_big_sitemap``).
+
+``--pythonpath``: one prepare per round from each of these checkouts (comma-separated, in
+turn; default this one), so a before/after comparison shares the machine's load; each
+record names its ``code``.
 
 ``--request-delay`` (seconds, default 0): prepare's politeness between its requests to the
 site.  Discovery takes the host gate like the workers (issue 18), so with the config's
@@ -45,6 +49,8 @@ from bench import site as bench_site
 from bench.nginx import Nginx
 from bench.scrapy_baseline import _measure_in_fresh_process
 
+ROOT = Path(__file__).resolve().parents[1]
+
 
 def measure(cmd: list[str]) -> tuple[float, float, str, float]:
     """(wall seconds, peak RSS MiB, stdout, CPU seconds) of one child process.
@@ -70,7 +76,9 @@ def main() -> None:
     ap.add_argument("--shape", choices=("plain", "varied"), default="plain")
     ap.add_argument("--gzip", action="store_true")
     ap.add_argument("--request-delay", type=float, default=0.0)
+    ap.add_argument("--pythonpath", default=str(ROOT))
     a = ap.parse_args()
+    codes = [Path(p).resolve() for p in a.pythonpath.split(",")]
     work = a.workdir or Path(tempfile.mkdtemp(prefix="bench-prepare-"))
     root = work / "site"
     root.mkdir(parents=True, exist_ok=True)
@@ -84,8 +92,8 @@ def main() -> None:
                           "gzip": a.gzip, "request_delay": a.request_delay,
                           "loadavg_1m": round(os.getloadavg()[0], 2)}), flush=True)
         for i in range(max(a.rounds, a.usp_rounds)):
-            if i < a.rounds:
-                print(json.dumps(prepare_round(work, cfg, base, i, a.request_delay)),
+            for code in codes if i < a.rounds else ():
+                print(json.dumps(prepare_round(work, cfg, base, i, a.request_delay, code)),
                       flush=True)
             if i < a.usp_rounds:  # in a fresh process too: its peak RSS is this round's
                 rec = _measure_in_fresh_process(["usp", "--base", base])
@@ -96,11 +104,14 @@ def main() -> None:
             shutil.rmtree(d, ignore_errors=True)
 
 
-def prepare_round(work: Path, cfg_path: Path, base: str, i: int, delay: float) -> dict:
-    """One prepare in a fresh process, into a fresh output directory (module docstring)."""
-    out = work / f"out-{os.getpid()}-{i + 1}"
+def prepare_round(work: Path, cfg_path: Path, base: str, i: int, delay: float,
+                  code: Path = ROOT) -> dict:
+    """One prepare of the checkout ``code`` in a fresh process, into a fresh output
+    directory (module docstring)."""
+    tag = f"{i + 1}-{code.name}"
+    out = work / f"out-{os.getpid()}-{tag}"
     shutil.rmtree(out, ignore_errors=True)
-    cfg = work / f"config-{i + 1}.yaml"
+    cfg = work / f"config-{tag}.yaml"
     cfg.write_text(yaml.safe_dump({
         "settings": {"base_output_dir": str(out), "max_urls_per_site": 0,
                      "request_delay": delay},
@@ -113,10 +124,11 @@ def prepare_round(work: Path, cfg_path: Path, base: str, i: int, delay: float) -
               "print(json.dumps(measure(sys.argv[1:])))")
     r = subprocess.run([sys.executable, "-c", script, sys.executable, "-m", "sitemap_crawler",
                         "--config", str(cfg), "--log-level", "WARNING", "prepare", "big"],
-                       capture_output=True, text=True, check=True,
-                       cwd=Path(__file__).resolve().parents[1])
+                       capture_output=True, text=True, check=True, cwd=code,
+                       env=dict(os.environ, PYTHONPATH=f"{code}:{ROOT}"))
     wall, rss, stdout, cpu = json.loads(r.stdout)
-    return {"tool": "sitemap-crawler prepare", "round": i + 1, "seconds": round(wall, 2),
+    return {"tool": "sitemap-crawler prepare", "round": i + 1, "code": str(code),
+            "seconds": round(wall, 2),
             "cpu_seconds": round(cpu, 2), "peak_rss_mib": round(rss, 1),
             "summary": stdout.strip().splitlines()[-1],
             "loadavg_1m": round(os.getloadavg()[0], 2)}

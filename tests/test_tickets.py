@@ -32,9 +32,14 @@ def make_tickets(root: Path, n: int, size: int = 3) -> StateDir:
     return state
 
 
-def race(roots: list[Path], out: Path, procs_per_root: int, hold: float = 0.0) -> list[str]:
-    procs = [subprocess.Popen([sys.executable, str(AGENT), "drain", str(r), str(out), str(hold)])
+def race(roots: list[Path], out: Path, procs_per_root: int, hold: float = 0.0,
+         mode: str = "drain", feed: tuple[Path, int, int] | None = None) -> list[str]:
+    """Drainers on each root (and a feeder adding ``(root, first, n)`` tickets beside them)."""
+    procs = [subprocess.Popen([sys.executable, str(AGENT), mode, str(r), str(out), str(hold)])
              for r in roots for _ in range(procs_per_root)]
+    if feed is not None:
+        procs.append(subprocess.Popen([sys.executable, str(AGENT), "feed",
+                                       *(str(x) for x in feed)]))
     for p in procs:
         assert p.wait(timeout=240) == 0
     return out.read_text().split("\n")[:-1] if out.exists() else []
@@ -327,13 +332,14 @@ def test_past_shard_at_tickets_go_to_buckets_and_old_flat_tickets_are_still_work
     assert back is not None and seen == {f"t-{i:04d}" for i in range(SHARD_AT + 100)}
     assert q.counts() == {"completed": SHARD_AT + 100, "claimed": 0, "failed": 0, "pending": 0}
     assert q.pending_at_most(0) and not q.has_work()
-    assert sorted(os.listdir(pending)) == sorted(buckets)  # empty buckets stay
+    assert sorted(os.listdir(pending)) == sorted(buckets)  # empty buckets stay (T14)
     q2 = TicketQueue(state, "prepare")
     q2.added = SHARD_AT
     q2.add({"ticket_id": "t-a", "site": "s", "urls": [{"url": "https://h/a"}]})
     os.rmdir(pending / bucket_of("t-b"))  # removed by hand after this writer made it
     q2._made.add(bucket_of("t-b"))
     q2.add({"ticket_id": "t-b", "site": "s", "urls": [{"url": "https://h/b"}]})
+    assert (pending / bucket_of("t-b") / "t-b.0.json").exists()
     assert {q.claim().ticket_id, q.claim().ticket_id} == {"t-a", "t-b"}
     # a new writer (each frontier fold is one) counts what pending/ itself already holds
     make_tickets(tmp_path / "st2", SHARD_AT, size=1)
@@ -375,3 +381,96 @@ def test_a_sharded_queue_raced_across_two_mounts_of_a_real_share(share, tmp_path
     ids = Counter(line.split()[0] for line in lines)
     assert max(ids.values()) == 1, [t for t, k in ids.items() if k > 1]
     assert len(ids) == n, f"{kind}: {n - len(ids)} tickets not completed"
+
+
+def test_buckets_asked_often_while_processes_claim_hand_back_and_add(tmp_path):
+    """T14 raced by real processes: four drainers that ask ``pending_at_most`` after every
+    claim (skipping buckets they found empty) and hand tickets back into their buckets,
+    beside a writer adding tickets into buckets: every ticket is completed exactly once."""
+    from sitemap_crawler.protocol.tickets import SHARD_AT
+
+    n, fed = SHARD_AT + 150, 300
+    state = make_tickets(tmp_path / "st", n, size=1)
+    lines = race([state.root], tmp_path / "out.txt", 4, mode="drain-prune",
+                 feed=(state.root, n, fed))
+    ids = Counter(line.split()[0] for line in lines)
+    assert max(ids.values()) == 1, [t for t, k in ids.items() if k > 1]
+    left = TicketQueue(state, "check")
+    # drainers stop after 0.15 s without a ticket: a straggler of the feeder may wait
+    while (c := left.claim()) is not None:
+        ids[c.ticket_id] += 1
+        left.finish(c)
+    assert set(ids) == {f"t-{i:04d}" for i in range(n + fed)} and max(ids.values()) == 1
+    assert left.pending_at_most(0) and not left.has_work()
+
+
+def test_a_drained_queue_is_asked_with_one_listing(tmp_path, monkeypatch):
+    """T14: buckets listed empty are not listed again for EMPTY_TTL s, unless this queue
+    wrote into one; another process's ticket there is seen once that time is over."""
+    from sitemap_crawler.protocol import tickets
+    from sitemap_crawler.protocol.tickets import SHARD_AT
+
+    state = make_tickets(tmp_path / "st", SHARD_AT + 300, size=1)
+    pending = state.ticket_dir("pending")
+    q = TicketQueue(state, "a-1-aaaaaa")
+    while (c := q.claim()) is not None:
+        q.finish(c)
+    listed: list[str] = []
+    real = os.scandir
+    monkeypatch.setattr(os, "scandir", lambda p: listed.append(str(p)) or real(p))
+    assert q.pending_at_most(0)
+    assert len(listed) == 1 + len(os.listdir(pending)) > 2  # pending/ and each bucket
+    listed.clear()
+    assert q.pending_at_most(0) and q.pending_at_most(5)
+    assert listed == [str(pending)] * 2
+    other = TicketQueue(state, "b-1-bbbbbb")
+    other.added = SHARD_AT
+    other.add({"ticket_id": "t-new", "site": "s", "urls": [{"url": "https://h/new"}]})
+    assert q.pending_at_most(0)  # in a bucket listed empty just now: not seen yet
+    assert q.has_work()  # the decision to end lists everything
+    monkeypatch.setattr(tickets, "EMPTY_TTL", 0.0)
+    assert not q.pending_at_most(0)
+    monkeypatch.setattr(tickets, "EMPTY_TTL", 60.0)
+    c = q.claim()
+    assert c is not None and c.ticket_id == "t-new" and q.pending_at_most(0)
+    assert q.hand_back(c) and not q.pending_at_most(0)  # its own write: seen at once
+
+
+@pytest.mark.netfs
+def test_buckets_asked_often_across_two_mounts_of_a_real_share(share, tmp_path):
+    """T14 on a share: drainers on both mounts ask ``pending_at_most`` after every claim
+    and hand tickets back into their buckets while a writer on mount A adds more; each
+    ticket is completed once."""
+    from sitemap_crawler.protocol.tickets import SHARD_AT, list_pending
+
+    a, b, kind = share
+    n, fed = SHARD_AT + 40, 60
+    make_tickets(a, n, size=1)
+    pending_b = StateDir(b).tickets / "pending"
+    wait_until(lambda: pending_b.is_dir() and len(list_pending(pending_b)[0]) == n, 60)
+    lines = race([a, b], tmp_path / "out.txt", 2, mode="drain-prune", feed=(a, n, fed))
+    ids = Counter(line.split()[0] for line in lines)
+    assert max(ids.values()) == 1, [t for t, k in ids.items() if k > 1]
+    left = TicketQueue(StateDir(a), "check")
+    deadline = time.monotonic() + 60  # what the drainers left, once the listing shows it
+    while len(ids) < n + fed and time.monotonic() < deadline:
+        c = left.claim()
+        if c is None:
+            time.sleep(0.5)
+            continue
+        ids[c.ticket_id] += 1
+        left.finish(c)
+    assert max(ids.values()) == 1 and len(ids) == n + fed, f"{kind}: {n + fed - len(ids)} lost"
+
+
+def test_a_writer_that_never_claims_keeps_its_tickets_out_of_its_view(tmp_path):
+    """T10: prepare's queue holds no name of the tickets it writes; others claim them."""
+    state = StateDir(tmp_path / "st")
+    state.ensure()
+    q = TicketQueue(state, "prepare")
+    for i in range(300):
+        q.add({"ticket_id": f"t-{i:04d}", "site": "s", "urls": [{"url": f"https://h/{i}"}]},
+              to_view=False)
+    assert q.view.size == 0 and not q.view.tags
+    w = TicketQueue(state, "a-1-aaaaaa")
+    assert len(list(iter(w.claim, None))) == 300

@@ -316,7 +316,7 @@ class _Tickets:
                 "progress": {"total": len(group), "success": 0, "failed": 0, "skipped": 0}}
             if self.full:
                 ticket["full"] = True
-            self.queue.add(ticket)
+            self.queue.add(ticket, to_view=False)  # prepare claims nothing (tickets.py T10)
 
 
 def _carried(prior: dict[str, Any]) -> dict[str, Any]:

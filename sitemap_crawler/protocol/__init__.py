@@ -22,7 +22,7 @@ L1-L4   RenameLock: token renamed to a unique name; the holder rewrites   fsutil
         its content while it holds it; broken only after ``timeout`` of
         unchanged content (observer's clock) or a proven-local death;
         a holder that lost it finds out before it writes anything
-T1-T8   claim, ownership, complete, hand back, reclaim (progress read     tickets.py
+T1-T14  claim, ownership, complete, hand back, reclaim (progress read     tickets.py
         before the rename; own-id orphans handed back), at-least-once,
         retention, durability of the queue (Maildir-like tmp->new->cur);
         a completed ticket's name carries its completion stamp, so T7

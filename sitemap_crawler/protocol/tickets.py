@@ -70,7 +70,8 @@ Invariants (see ../shared/netfs/README.md for why each primitive was chosen):
   harmless: a name somebody else took fails its rename (T1 decides, never the listing), and a
   name the view has not seen yet is seen at the next listing, the same as with a share's
   lagging listings (../shared/netfs/README.md: up to 20 s on sshfs).  What this queue writes
-  into ``pending/`` itself (hand back, reclaim, add) enters its view at once.
+  into ``pending/`` itself (hand back, reclaim, add) enters its view at once (but for
+  prepare's adds: it never claims).
 * T11 (full rounds).  A ticket written by a full round the user asked for (``prepare
   --full``, ``crawl_mode: full``, ``crawl_state.incremental: false``) carries ``"full":
   true``: its URLs are fetched without ``If-None-Match``/``If-Modified-Since``, so their
@@ -94,10 +95,23 @@ Invariants (see ../shared/netfs/README.md for why each primitive was chosen):
   and each bucket in it, so a state folder written before buckets (tickets in pending/
   itself) is worked as it was, and small queues never make a bucket.  Only a name that is
   exactly ``s<hh>`` and not a symlink is a bucket (T12: no listed name leads a move out of
-  pending/).  A bucket, once made, stays: removing an empty one raced the rename that had
-  just emptied it (its fsync found no folder), and on sshfs the other mount's listing of
-  it failed with ESTALE for seconds.  So a bucket listing that fails is skipped, and a
-  writer that finds its bucket gone (removed by hand) makes it again.
+  pending/).  A bucket, once made, stays (T14), and a bucket listing that fails (not a
+  folder, or ESTALE on sshfs) is skipped; a writer that finds its bucket gone (removed by
+  hand) makes it again, and after :data:`BUCKET_TRIES` tries writes into pending/ itself.
+* T14 (a drained queue is cheap to ask).  ``pending_at_most`` (asked after every ticket by
+  a link-following worker, and every second for a site a process has not opened) does not
+  list a bucket again that it listed empty less than :data:`EMPTY_TTL` seconds ago, unless
+  this queue wrote into it since: a drained big queue costs one listing of ``pending/``
+  per call and 64 more every few seconds, not 65 a call.  It may so miss, for at most
+  that long, a ticket another process put into a bucket found empty: what a share's
+  lagging listing already does (up to 20 s on sshfs); nothing is ever removed or skipped
+  for good, and a new prepare's tickets go into ``pending/`` itself first (T13), where
+  every call looks.  ``has_work`` (a process's decision to end) lists everything: claimed/
+  first (a drained queue whose last tickets others hold is one listing), then pending/
+  and claimed/ again, so a ticket claimed or handed back while it looked is seen in one of
+  the three.  Removing empty buckets was tried twice and is not done: a claim's rename out
+  of a bucket another mount had just removed answered EIO on smbnetfs (and so did the
+  look at its destination after it), and sshfs's other mount got ESTALE listing it.
 """
 
 from __future__ import annotations
@@ -105,6 +119,7 @@ from __future__ import annotations
 import calendar
 import contextlib
 import dataclasses
+import errno
 import logging
 import os
 import random
@@ -289,6 +304,7 @@ class TicketQueue:
         self._refused: set[str] = set()  # of those, ones quarantine/ would not take
         self.added: int | None = None  # tickets in pending/ itself as add() counts (T13)
         self._made: set[str] = set()  # buckets this queue has made (or found) already
+        self._empty: dict[str, float] = {}  # buckets pending_at_most listed empty, when (T14)
 
     # -- listing -----------------------------------------------------------------------------
     def names(self, state: str) -> list[TicketName]:
@@ -334,9 +350,11 @@ class TicketQueue:
         return counts
 
     # -- creation ----------------------------------------------------------------------------
-    def add(self, ticket: dict[str, Any]) -> Path:
+    def add(self, ticket: dict[str, Any], *, to_view: bool = True) -> Path:
         """Write a new pending ticket (gen 0); prepare makes them durable at its end (T8).
-        Past the first :data:`SHARD_AT`, into its bucket (T13)."""
+        Past the first :data:`SHARD_AT`, into its bucket (T13).  ``to_view=False``: for a
+        writer that never claims (prepare), the ticket stays out of this queue's view
+        (T10), which would hold 10,000 names for a million URLs and insert each in front."""
         tid = str(ticket["ticket_id"])
         if self.added is None:  # what others left there counts too (each fold is a new queue)
             self.added = _count_upto(self.dirs["pending"], SHARD_AT)
@@ -344,26 +362,32 @@ class TicketQueue:
         self.added += 1
         name = f"{tid}.0.json"
         data = orjson.dumps(ticket)
-        path = Path(self._in_bucket(
-            bucket, lambda d: write_new_file(str(d), name, data)))
-        self.view.add(TicketName(tid, 0, None, bucket=bucket))
-        return path
+        path, bucket = self._in_bucket(bucket, lambda d: write_new_file(str(d), name, data))
+        if to_view:
+            self.view.add(TicketName(tid, 0, None, bucket=bucket))
+        return Path(path)
 
-    def _in_bucket(self, bucket: str | None, write: Callable[[Path], Any]) -> Any:
-        """``write(folder)`` into pending/ or its ``bucket``, made first if need be; once
-        more if a listing removed it as empty meanwhile (T13)."""
-        d = self.dirs["pending"]
+    def _in_bucket(self, bucket: str | None, write: Callable[[Path], Any],
+                   ) -> tuple[Any, str | None]:
+        """``write(folder)`` into pending/ or its ``bucket``, made first if need be, and made
+        again if it was removed meanwhile (T13); after :data:`BUCKET_TRIES`
+        tries into pending/ itself.  Returns what ``write`` returned and the bucket used."""
+        top = self.dirs["pending"]
         if bucket is None:
-            return write(d)
-        d = d / bucket
-        if bucket not in self._made:
-            d.mkdir(exist_ok=True)
-            self._made.add(bucket)
-        try:
-            return write(d)
-        except FileNotFoundError:
-            d.mkdir(exist_ok=True)
-            return write(d)
+            return write(top), None
+        self._empty.pop(bucket, None)  # T14: written into, so listed again
+        d = top / bucket
+        for attempt in range(BUCKET_TRIES):
+            try:
+                if attempt or bucket not in self._made:
+                    d.mkdir(exist_ok=True)
+                    self._made.add(bucket)
+                return write(d), bucket
+            except OSError as e:  # gone: removed between our mkdir and write (T13)
+                if e.errno not in _GONE:
+                    raise
+        log.debug("pending/%s kept vanishing; ticket written into pending/ itself", bucket)
+        return write(top), None
 
     # -- T1 ----------------------------------------------------------------------------------
     def claim(self, rank: Callable[[TicketName], int | None] | None = None) -> Claimed | None:
@@ -405,11 +429,17 @@ class TicketQueue:
     def pending_at_most(self, n: int) -> bool:
         """True if ``pending/`` holds at most ``n`` tickets, read from the first entries of a
         listing only (a check made after every ticket must not cost a full listing)."""
-        return _count_upto(self.dirs["pending"], n + 1, buckets=True) <= n
+        return _count_upto(self.dirs["pending"], n + 1, buckets=True, empty=self._empty) <= n
 
     def _take(self, src: Path, name: TicketName) -> Claimed | None:
         dst = self.dirs["claimed"] / name.file(self.worker_id)
-        if not move_exclusive(src, dst, durable=True):
+        try:
+            moved = move_exclusive(src, dst, durable=True)
+        except FileNotFoundError:  # T13: a bucket removed by hand once this move emptied
+            if name.bucket is None:  # it, before its fsync (dst's folder was synced first)
+                raise
+            moved = dst.exists()
+        if not moved:
             return None
         return self._load_claimed(dst, name)
 
@@ -479,8 +509,8 @@ class TicketQueue:
             if not (d / name).exists():
                 atomic_write(d / name, orjson.dumps(data))
 
-        self._in_bucket(c.bucket, write)  # T13: where it was claimed from
-        self.view.add(TicketName(c.name.ticket_id, c.name.gen + 1, None, bucket=c.bucket))
+        _, bucket = self._in_bucket(c.bucket, write)  # T13: where it was claimed from
+        self.view.add(TicketName(c.name.ticket_id, c.name.gen + 1, None, bucket=bucket))
         with contextlib.suppress(FileNotFoundError):
             c.path.unlink()
         self.held.discard(c.path.name)
@@ -592,8 +622,12 @@ class TicketQueue:
         return n
 
     def has_work(self) -> bool:
-        return bool(_count_upto(self.dirs["pending"], 1, buckets=True)
-                    or _count_upto(self.dirs["claimed"], 1))
+        """A ticket pending or claimed, from full listings (T14: claimed/ first, then
+        pending/, then claimed/ again, so one moving between them meanwhile is seen)."""
+        claimed = self.dirs["claimed"]
+        return bool(_count_upto(claimed, 1)
+                    or _count_upto(self.dirs["pending"], 1, buckets=True)
+                    or _count_upto(claimed, 1))
 
     def pending_urls(self) -> Iterator[str]:
         """Every URL in pending, claimed or failed tickets (prepare's idempotence)."""
@@ -610,6 +644,11 @@ class TicketQueue:
 SHARD_AT = 128  # tickets a queue writes into pending/ itself before it uses buckets (T13)
 BUCKETS = 64  # bucket folders pending/s00 .. pending/s3f (T13)
 _BUCKET_RE = re.compile(r"s[0-9a-f]{2}")
+BUCKET_TRIES = 3  # a writer makes its vanished bucket again this often (T13)
+_GONE = {errno.ENOENT, errno.ESTALE}  # a folder removed, as a local disk or sshfs says it
+
+
+EMPTY_TTL = 5.0  # seconds a bucket listed empty is not listed again by pending_at_most (T14)
 
 
 def bucket_of(ticket_id: str) -> str:
@@ -654,9 +693,12 @@ RELIST_FACTOR = 20  # ... or this many times what the last listing took, if long
 PICK_FROM = 8  # workers would all race for the first ticket: each takes one of the first few
 
 
-def _count_upto(directory: Path, n: int, buckets: bool = False) -> int:
+def _count_upto(directory: Path, n: int, buckets: bool = False,
+                empty: dict[str, float] | None = None) -> int:
     """Ticket names in ``directory`` (with ``buckets``: and in its buckets, T13), counted
-    up to ``n`` (a scan that stops early)."""
+    up to ``n`` (a scan that stops early).  ``empty`` (T14): bucket -> monotonic time it
+    was listed empty; one listed empty within :data:`EMPTY_TTL` is not listed again, and
+    what this scan finds is recorded there."""
     found = 0
     inner: list[str] = []
     try:
@@ -669,9 +711,27 @@ def _count_upto(directory: Path, n: int, buckets: bool = False) -> int:
                 elif buckets and _BUCKET_RE.fullmatch(e.name) and not e.is_symlink():
                     inner.append(e.name)
     except (FileNotFoundError, NotADirectoryError):
-        pass  # a bucket that is not a folder holds nothing (T13)
+        pass
+    now = time.monotonic()
     for b in inner:
-        found += _count_upto(directory / b, n - found)
+        if empty is not None and now - empty.get(b, -1e18) < EMPTY_TTL:
+            continue
+        seen = False
+        try:
+            with os.scandir(directory / b) as it:
+                for e in it:
+                    seen = True
+                    if TicketName.parse(e.name) is not None:
+                        found += 1
+                        if found >= n:
+                            break
+        except OSError:  # not a folder, or gone (ESTALE on sshfs): holds nothing (T13)
+            continue
+        if empty is not None:
+            if seen:
+                empty.pop(b, None)
+            else:
+                empty[b] = now
         if found >= n:
             break
     return found
