@@ -58,9 +58,9 @@ Invariants (D1-D9, with tickets.py T1-T9, hostgate.py G1-G8, journal.py J1-J4):
   a request frees is a place at its host; a host with a delay has none before its token
   is back).  Else, or when that started nothing, it tells the loop as before.  Every
   change of the dispatcher's state is made under that lock, by whichever thread, so D1-D8
-  hold as written.  Why: the loop's
-  wake-up between an answer and the next request of its host was 1.5-2 ms of the ~7 ms
-  turnaround measured on one host with delay 0 (100 ms answers, 8 at once).
+  hold as written.  Why: the loop's wake-up between an answer and the next request of its
+  host was 1.5-2 ms of the ~7 ms turnaround measured on one host with delay 0 (100 ms
+  answers, 8 at once).
 * D5 (a stop).  On a stop no URL is started; running ones end promptly (gate and backoff
   waits are ``stop.wait``, F5) and every held ticket is handed back with its progress.
 """
