@@ -322,7 +322,7 @@ class HostGate:
         if len(candidates) < 2:
             return candidates
         with self._returned:
-            first = self._given_back.get(host, [])[::-1]
+            first = [k for k in reversed(self._given_back.get(host, [])) if k in candidates]
         return first + [k for k in candidates if k not in first] if first else candidates
 
     def _taken(self, host: str, k: int) -> None:
