@@ -151,6 +151,31 @@ def test_a_process_remembers_a_bounded_number_of_claims_and_reads_the_others_aga
         again = {k: claims.claim(k, lambda k=k: rival(k)) for k in owners}
         assert again == owners and asked == []
 
+    # fetch threads claim side by side while the oldest are forgotten (a bench crawl of
+    # 100,000 pages failed 5 URLs with "dictionary changed size during iteration")
+    shared, errors = NameClaims(tmp_path, known=4), []
+
+    def claim_many(t: int) -> None:
+        try:
+            for i in range(300):
+                shared.claim(f"t{t}-{i}", lambda t=t, i=i: f"https://c/{t}/{i}")
+        except Exception as e:
+            errors.append(e)
+
+    import sys
+
+    switch = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)  # hand the GIL over between almost any two bytecodes
+    try:
+        threads = [threading.Thread(target=claim_many, args=(t,)) for t in range(8)]
+        for th in threads:
+            th.start()
+        for th in threads:
+            th.join()
+    finally:
+        sys.setswitchinterval(switch)
+    assert errors == [] and len(shared._known) <= 4
+
 
 # -- N1/N2 on real shares: two "machines" claim the same names at once -----------------------
 

@@ -60,7 +60,7 @@ class NameClaims:
         self.quarantine = state_root / QUARANTINE
         self._known: dict[str, str] = {}  # oldest first
         self._limit = max(1, known)
-        self._forget = threading.Lock()
+        self._lock = threading.Lock()
         self._made: set[Path] = set()  # shard folders known to exist
 
     def claim(self, key: str, owner: Callable[[], str]) -> str:
@@ -79,11 +79,10 @@ class NameClaims:
                 self._made.add(path.parent)
             _make(path, owner(), key)
             got = _read_back(path, key)
-        self._known[key] = got
-        if len(self._known) > self._limit:
-            with self._forget:  # fetch threads claim side by side
-                while len(self._known) > self._limit:
-                    self._known.pop(next(iter(self._known)), None)
+        with self._lock:  # fetch threads claim side by side: no insert while one forgets
+            self._known[key] = got
+            while len(self._known) > self._limit:
+                del self._known[next(iter(self._known))]
         return got
 
 
