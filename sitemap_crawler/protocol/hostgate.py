@@ -326,7 +326,8 @@ class HostGate:
         return first + [k for k in candidates if k not in first] if first else candidates
 
     def _taken(self, host: str, k: int) -> None:
-        with self._returned:
+        """Slot ``k`` is no longer a hint (taken by us, or moved to the end)."""
+        with self._returned:  # (a Condition's lock is reentrant: _give_back holds it)
             back = self._given_back.get(host)
             if back and k in back:
                 back.remove(k)
@@ -415,9 +416,8 @@ class HostGate:
             try:
                 os.rename(lease.held_path, lease.free_path)
                 with self._returned:
+                    self._taken(lease.host, lease.slot)  # (then last in the hint)
                     back = self._given_back.setdefault(lease.host, [])
-                    if lease.slot in back:
-                        back.remove(lease.slot)
                     back.append(lease.slot)
                     del back[:-4]  # a hint, not a record: a few are enough
                     self._returned.notify_all()

@@ -699,42 +699,44 @@ def _count_upto(directory: Path, n: int, buckets: bool = False,
     up to ``n`` (a scan that stops early).  ``empty`` (T14): bucket -> monotonic time it
     was listed empty; one listed empty within :data:`EMPTY_TTL` is not listed again, and
     what this scan finds is recorded there."""
-    found = 0
     inner: list[str] = []
     try:
-        with os.scandir(directory) as it:
-            for e in it:
-                if TicketName.parse(e.name) is not None:
-                    found += 1
-                    if found >= n:
-                        return found
-                elif buckets and _BUCKET_RE.fullmatch(e.name) and not e.is_symlink():
-                    inner.append(e.name)
+        found, _ = _tickets_in(directory, n, inner if buckets else None)
     except (FileNotFoundError, NotADirectoryError):
-        pass
+        found = 0
     now = time.monotonic()
     for b in inner:
+        if found >= n:
+            break
         if empty is not None and now - empty.get(b, -1e18) < EMPTY_TTL:
             continue
-        seen = False
         try:
-            with os.scandir(directory / b) as it:
-                for e in it:
-                    seen = True
-                    if TicketName.parse(e.name) is not None:
-                        found += 1
-                        if found >= n:
-                            break
+            more, seen = _tickets_in(directory / b, n - found)
         except OSError:  # not a folder, or gone (ESTALE on sshfs): holds nothing (T13)
             continue
+        found += more
         if empty is not None:
             if seen:
                 empty.pop(b, None)
             else:
                 empty[b] = now
-        if found >= n:
-            break
     return found
+
+
+def _tickets_in(directory: Path, n: int, buckets: list[str] | None = None) -> tuple[int, bool]:
+    """Ticket names in one folder, counted up to ``n``, and whether it holds anything at
+    all; the bucket folders it lists are added to ``buckets`` when given (T13)."""
+    found, seen = 0, False
+    with os.scandir(directory) as it:
+        for e in it:
+            seen = True
+            if TicketName.parse(e.name) is not None:
+                found += 1
+                if found >= n:
+                    break
+            elif buckets is not None and _BUCKET_RE.fullmatch(e.name) and not e.is_symlink():
+                buckets.append(e.name)
+    return found, seen
 
 
 class PendingView:
