@@ -446,19 +446,21 @@ class _Prepare:
                  if self.s.cache_sitemaps and not dry_run else None)
         with http_client(self.site, self.gate) as client:
             ahead = self._robots_ahead(client)
-            if self.rules is not None:
-                for e in self._seeds(client, stats, progress, cache):
-                    self._admit(e, idx, planner, tickets)
-            else:
-                for batch in discover_batches(self.site.sources, self.s, client, stats,
-                                              progress, cache):
-                    if isinstance(batch, Columns):
-                        self._admit_columns(batch, idx, planner, tickets)
-                    else:
-                        for e in batch:
-                            self._admit(e, idx, planner, tickets)
-            if ahead is not None:
-                ahead.join()
+            try:
+                if self.rules is not None:
+                    for e in self._seeds(client, stats, progress, cache):
+                        self._admit(e, idx, planner, tickets)
+                else:
+                    for batch in discover_batches(self.site.sources, self.s, client, stats,
+                                                  progress, cache):
+                        if isinstance(batch, Columns):
+                            self._admit_columns(batch, idx, planner, tickets)
+                        else:
+                            for e in batch:
+                                self._admit(e, idx, planner, tickets)
+            finally:  # also when discovery fails: nothing of prepare's logs after its end
+                if ahead is not None:
+                    ahead.join()
         if self.rules is not None:
             self._replan_found(idx, planner, tickets)
         # due-again URLs go after the new ones, by score; link following marks them queued
