@@ -340,15 +340,16 @@ def main() -> None:
             rec["prepare_again_s"], _ = run_timed(cfg, "prepare", "bench")
             md = sum(1 for _ in (out / "md").rglob("*.md"))
             rec["markdown_files"] = md
+        # the record first: removing a million pages' files takes many minutes
+        print(summary(rec), file=sys.stderr)
+        line = json.dumps(rec)
+        print(line, flush=True)
+        if a.out:
+            with open(a.out, "a") as f:
+                f.write(line + "\n")
     finally:
         if not a.keep:
             shutil.rmtree(work, ignore_errors=True)
-    print(summary(rec), file=sys.stderr)
-    line = json.dumps(rec)
-    print(line, flush=True)
-    if a.out:
-        with open(a.out, "a") as f:
-            f.write(line + "\n")
 
 
 def summary(rec: dict[str, Any]) -> str:
