@@ -2,8 +2,9 @@
 
 A process runs one :class:`~sitemap_crawler.commands.worker.Worker` per site (its heartbeat,
 journal and tickets live in that site's state directory) and one pool of fetch threads that
-they share.  The dispatcher (this module, on the process's main thread) decides which URL
-goes to a thread next; the worker does the URL (fetch, convert, write, journal).
+they share.  The dispatcher (this module, on the process's main thread, and on a fetch
+thread whose request just ended: D9) decides which URL goes to a thread next; the worker
+does the URL (fetch, convert, write, journal).
 
 Why threads and not an event loop: what a URL waits on is not only sockets.  The host gate
 is a rename on what may be a network share (hostgate.py; 1-20 ms on SMB/sshfs), the ticket
@@ -12,7 +13,7 @@ loop each of those would stall every request in flight unless sent to a thread a
 thread per URL in flight keeps the tested synchronous fetch, gate and robots code as it
 is, and the GIL is released while a thread waits on a socket or a file.
 
-Invariants (D1-D8, with tickets.py T1-T9, hostgate.py G1-G8, journal.py J1-J4):
+Invariants (D1-D9, with tickets.py T1-T9, hostgate.py G1-G8, journal.py J1-J4):
 
 * D1 (no sleeping on a closed gate).  A URL goes to a thread only when its host has room in
   this process: fewer than :meth:`Dispatcher.cap` of its URLs running (1 when the host has a
@@ -40,7 +41,9 @@ Invariants (D1-D8, with tickets.py T1-T9, hostgate.py G1-G8, journal.py J1-J4):
   was in flight is fetched once more, and no other.
 * D6 (a pause).  A process that was frozen past ``PAUSED_AFTER`` waits ``SETTLE`` and checks
   that it still owns each held ticket (T2) before it starts another URL; the URLs it had in
-  flight are caught by W1 after their fetch, as before.
+  flight are caught by W1 after their fetch, as before.  In flight includes a request that
+  passed W1 and was frozen before it left (httpx builds it in 1-3 ms): it leaves on the
+  wake and its page is fetched twice, once at most, as after a kill (D4).
 * D7 (longest first; robots.txt on its own).  Free threads go first to the held ticket
   with the most URLs left: with a delay per host, a crawl ends when its longest chain of
   delays does.  A host's first turn in a process asks its robots.txt alone, so the thread
@@ -51,6 +54,15 @@ Invariants (D1-D8, with tickets.py T1-T9, hostgate.py G1-G8, journal.py J1-J4):
   their last delays (G5) and give the tokens back: the runner folds the journals
   meanwhile instead of after them (200 polite hosts: a delay's time at the end of a
   crawl).  The process still ends only when its tokens are back.
+* D9 (the fast path).  When a URL's requests are over, its fetch thread does the loop's
+  part itself if it can take the dispatcher's lock at once and no stop or pause is
+  pending: the host's count (D1), then that host's next URLs to threads (what the end of
+  a request frees is a place at its host; a host with a delay has none before its token
+  is back).  Else, or when that started nothing, it tells the loop as before.  Every
+  change of the dispatcher's state is made under that lock, by whichever thread, so D1-D8
+  hold as written.  Why: the loop's wake-up between an answer and the next request of its
+  host was 1.5-2 ms of the ~7 ms turnaround measured on one host with delay 0 (100 ms
+  answers, 8 at once).
 * D5 (a stop).  On a stop no URL is started; running ones end promptly (gate and backoff
   waits are ``stop.wait``, F5) and every held ticket is handed back with its progress.
 """
@@ -131,6 +143,11 @@ class PauseWatch:
                 self.woke = now
             self.tick = now
 
+    def calm(self) -> bool:
+        """No pause seen lately (D9: a fetch thread may dispatch); never waits."""
+        now = time.monotonic()
+        return now - self.tick <= PAUSED_AFTER and now - self.woke >= SETTLE
+
     def settle(self) -> bool:
         now = time.monotonic()
         if now - self.tick > PAUSED_AFTER:
@@ -193,6 +210,7 @@ class Dispatcher:
         self._unstarted = 0  # held tickets none of whose URLs went to a thread yet (D2)
         self._robots_asked: set[str] = set()  # hosts whose robots.txt had a job (D7)
         self.watch = PauseWatch(stop)  # D6
+        self._lock = threading.RLock()  # D9: the state above, between the loop and threads
         for w in workers:
             w.settle = self.watch.settle  # W1 right before a request waits for it too
 
@@ -218,12 +236,15 @@ class Dispatcher:
 
     def _loop(self) -> None:
         while not self.stop.is_set() and self.fatal is None:
-            self._after_a_pause()
-            self._dispatch()
-            if self._wants_tickets() and self._claim():
-                continue  # dispatch from it at once
-            if self.running or self.held:
-                self._wait()
+            with self._lock:
+                self._after_a_pause()
+                self._dispatch()
+                if self._wants_tickets() and self._claim():
+                    continue  # dispatch from it at once
+                busy = bool(self.running or self.held)
+                timeout = self._next_ready() if busy else 0.0
+            if busy:
+                self._wait(timeout)
                 continue
             if any(w.opened and w.housekeeping() for w in self.workers):
                 continue
@@ -271,12 +292,17 @@ class Dispatcher:
         # or nothing yet
         return min(share, s.patience or 1) if host in self._robots_ok else 1
 
-    def _dispatch(self) -> None:
+    def _dispatch(self, only: str | None = None) -> int:
+        """Give free threads the URLs whose hosts have room (D1, D7), or only those of the
+        host ``only`` (D9); how many went."""
         if len(self.running) >= self.max_in_flight:
-            return
+            return 0
+        sent = len(self.running)
         now = time.monotonic()
+        held = self.held if only is None else \
+            [h for h in self.held if h.todo and h.todo[0][1] == only]
         # D7: the ticket with the most URLs left first (stable: else the oldest claim)
-        for h in sorted(self.held, key=_left, reverse=True):
+        for h in sorted(held, key=_left, reverse=True):
             while h.todo and not h.lost and len(self.running) < self.max_in_flight:
                 entry, host = h.todo[0]
                 if self.busy[host] >= self.cap(h.worker, host) or \
@@ -290,6 +316,7 @@ class Dispatcher:
                 h.todo.popleft()
                 h.running += 1
                 self._submit(_Job(h, host), entry)
+        return len(self.running) - sent
 
     def _started(self, h: _Held) -> None:
         """``h`` no longer waits for its first URL (D2 counts those that do)."""
@@ -324,16 +351,31 @@ class Dispatcher:
             if job.robots:
                 job.answered = job.h.worker.fetcher.prefetch_robots(entry["url"])
             else:
-                job.h.worker.run_one(job.h.c, entry,
-                                     fetched=lambda: self._events.put((job, "fetched", None)))
+                job.h.worker.run_one(job.h.c, entry, fetched=lambda: self._fetched(job))
         except BaseException as e:
             self._events.put((job, "done", e))
         else:
             self._events.put((job, "done", None))
 
-    def _wait(self, block: bool = True) -> None:
-        """Take what the fetch threads said (waiting up to the next gate opening)."""
-        timeout = self._next_ready() if block else 0.0
+    def _fetched(self, job: _Job) -> None:
+        """On the fetch thread, when ``job``'s requests are over: D9's fast path, or a word
+        to the loop."""
+        if self._lock.acquire(blocking=False):
+            try:
+                self._collect(job, "fetched", None)
+                if not self.stop.is_set() and self.fatal is None and self.watch.calm() \
+                        and self._dispatch(only=job.host):
+                    return
+            except BaseException as e:  # a bug of ours stops the process, as on the loop;
+                self.fatal = self.fatal or e  # it is not this URL's failure
+                self.stop.set()
+            finally:
+                self._lock.release()
+        self._events.put((job, "fetched", None))  # (a second "fetched" changes nothing)
+
+    def _wait(self, timeout: float) -> None:
+        """Take what the fetch threads said (waiting up to ``timeout``: the next gate
+        opening)."""
         if not self.running:
             self.stop.wait(timeout)
             return
@@ -342,12 +384,13 @@ class Dispatcher:
                 self._events.get_nowait()
         except queue.Empty:
             return
-        while True:
-            self._collect(*event)
-            try:
-                event = self._events.get_nowait()
-            except queue.Empty:
-                return
+        with self._lock:
+            while True:
+                self._collect(*event)
+                try:
+                    event = self._events.get_nowait()
+                except queue.Empty:
+                    return
 
     def _collect(self, job: _Job, what: str, error: BaseException | None) -> None:
         h = job.h
@@ -468,7 +511,9 @@ class Dispatcher:
     def _drain(self) -> None:
         """D5: let running URLs end, then hand every held ticket back with its progress."""
         while self.running:
-            self._collect(*self._events.get())
+            event = self._events.get()
+            with self._lock:
+                self._collect(*event)
         for h in list(self.held):
             self.held.remove(h)
             if h.lost:
