@@ -107,6 +107,20 @@ _SHORT_TEXTS_OUTSIDE_CODE = XPath(
     "descendant::text()[string-length() < 200][normalize-space()][not(ancestor::pre)]"
     "[not(ancestor::code)]")
 _ITEMPROPS = XPath("//@itemprop")
+_ALL_TEXTS = XPath("descendant::text()", smart_strings=False)
+
+
+def _widget_texts(root: Any, news: bool) -> list[Any]:
+    """``_SHORT_TEXTS_OUTSIDE_CODE(root)`` for the loop in ``_widgets`` that looks only at
+    texts matching ``_WIDGET_TEXT_RE`` (or ``_NEWS_LABEL_RE`` on news pages: keep these in
+    step with it); [] when no text below ``root`` matches either.  Most pages have none,
+    and the plain strings are ~5x cheaper to get than the filtered smart ones."""
+    for s in _ALL_TEXTS(root):
+        if len(s) < 200 and (_WIDGET_TEXT_RE.match(s) or (news and _NEWS_LABEL_RE.match(s))):
+            return _SHORT_TEXTS_OUTSIDE_CODE(root)  # type: ignore[no-any-return]
+    return []
+
+
 _LABEL_TEXT = XPath("descendant::text()[not(ancestor::button)][normalize-space()]")
 _PREV_NEXT = XPath("descendant::a[@rel='prev' or @rel='next']")
 _HAS_HEADING = XPath(HAS_HEADING)  # (compiled once: el.xpath(str) compiles on every call)
@@ -265,7 +279,7 @@ def _widgets(root: Any, news: bool, story: bool = False) -> set[Any]:
                 out.add(target)
     for a in _PREV_NEXT(root):
         out.add(_climb(a, root, 200))
-    for s in _SHORT_TEXTS_OUTSIDE_CODE(root):  # (a table's cells are its data)
+    for s in _widget_texts(root, news):  # (a table's cells are its data)
         label = news and _NEWS_LABEL_RE.match(s)
         if (label or _WIDGET_TEXT_RE.match(s)) and not _IN_CELL(s.getparent()):
             el = s.getparent()
