@@ -116,7 +116,10 @@ def _widget_texts(root: Any, news: bool) -> list[Any]:
     step with it); [] when no text below ``root`` matches either.  Most pages have none,
     and the plain strings are ~5x cheaper to get than the filtered smart ones."""
     for s in _ALL_TEXTS(root):
-        if len(s) < 200 and (_WIDGET_TEXT_RE.match(s) or (news and _NEWS_LABEL_RE.match(s))):
+        # (never the regexes on blanks, as the XPath's normalize-space() keeps them out:
+        # their leading \s* backtracks over a long run of whitespace)
+        if len(s) < 200 and not s.isspace() and \
+                (_WIDGET_TEXT_RE.match(s) or (news and _NEWS_LABEL_RE.match(s))):
             return _SHORT_TEXTS_OUTSIDE_CODE(root)  # type: ignore[no-any-return]
     return []
 

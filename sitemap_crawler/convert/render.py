@@ -56,7 +56,6 @@ _MD_URL_SPECIAL_RE = re.compile(r"[\s()<>]")
 _WS_RE = re.compile(r"[ \t\n\r\f\v]+")
 _SPACES_RE = re.compile(r" {2,}")
 _UNDERSCORE_RE = re.compile(r"(?<![^\W_])_|_(?![^\W_])")  # not between two letters/digits
-_ESCAPE_NEEDED_RE = re.compile(r"[*_<`\\]")
 _HTML_LIKE_RE = re.compile(r"<(?=[A-Za-z/!?])")
 _LINE_START_RE = re.compile(r"^(#{1,6}(?:\s|$)|[-+](?:\s|$)|>|=+\s*$|\d{1,9}[.)](?:\s|$))")
 _BACKTICKS_RE = re.compile(r"`+")
@@ -90,7 +89,8 @@ _GRID_NOT_CELL = ("boolean(.//pre|.//table|.//ul|.//ol|.//h1|.//h2|.//h3|.//h4|.
 
 def escape_text(text: str) -> str:
     """Escape what would turn prose into markup: emphasis, code spans, raw HTML, escapes."""
-    if not _ESCAPE_NEEDED_RE.search(text):
+    # (five "in" tests: twice as fast as a regex search on a line of prose)
+    if not ("*" in text or "_" in text or "<" in text or "`" in text or "\\" in text):
         return text
     text = text.replace("\\", "\\\\").replace("*", r"\*").replace("`", r"\`")
     if "_" in text:
@@ -216,9 +216,9 @@ class Renderer:
 
     def take_inline(self, start: int = 0) -> str:
         """The paragraph buffer from ``start`` as one line, whitespace collapsed."""
-        text = "".join(self.parts[start:])
+        text = "".join(self.parts[start:]).replace("\n", " ")
         del self.parts[start:]
-        return _SPACES_RE.sub(" ", text.replace("\n", " ")).strip()
+        return (_SPACES_RE.sub(" ", text) if "  " in text else text).strip()
 
     def flush(self) -> None:
         if not self.parts:
@@ -610,7 +610,7 @@ class Renderer:
         if width < 2 or self.cell or next(el.iterdescendants(_LAYOUT_INSIDE), None) is not None:
             return self.block_children(el)  # layout table: its cells are blocks
         self.brk(2)
-        caption = el.find("caption")
+        caption = next(el.iterchildren("caption"), None)  # (el.find without ElementPath)
         if caption is not None and not self.skip(caption):
             self.bold_block(caption)
         if len(rows) >= 3 and rows[0][0] and not any(rows[0][1:]) and len(rows[0]) == width \
@@ -666,13 +666,20 @@ class Renderer:
 
     def _rows(self, table: Any) -> list[list[str]]:
         rows: list[list[str]] = []
-        trs = [c for c in table if c.tag == "tr"]
-        for group in table:
-            if group.tag in ("thead", "tbody", "tfoot"):
-                trs.extend(c for c in group if c.tag == "tr")
-        # thead first, even when the HTML puts tbody rows before it
-        trs.sort(key=lambda tr: 0 if tr.getparent().tag == "thead" else 1)
-        for tr in trs:
+        # thead first, even when the HTML puts tbody rows before it; then the table's own
+        # rows, then those of its tbody and tfoot groups, in the order of the HTML
+        heads: list[Any] = []
+        own: list[Any] = []
+        rest: list[Any] = []
+        for c in table:
+            tag = c.tag
+            if tag == "tr":
+                own.append(c)
+            elif tag == "thead":
+                heads.extend(r for r in c if r.tag == "tr")
+            elif tag in ("tbody", "tfoot"):
+                rest.extend(r for r in c if r.tag == "tr")
+        for tr in heads + own + rest:
             if self.skip(tr):
                 continue
             row: list[str] = []
