@@ -106,7 +106,7 @@ _NAMED_OUTSIDE_CODE = XPath(
 _SHORT_TEXTS_OUTSIDE_CODE = XPath(
     "descendant::text()[string-length() < 200][normalize-space()][not(ancestor::pre)]"
     "[not(ancestor::code)]")
-_ITEMPROPS = XPath("//@itemprop")
+_ITEMPROPS = XPath("/descendant::*/@itemprop")  # (//@itemprop's nodes, ~20 % faster)
 _ALL_TEXTS = XPath("descendant::text()", smart_strings=False)
 
 
@@ -628,7 +628,12 @@ def _in_title(start: Any, top: Any) -> bool:
 def _box_header(el: Any) -> bool:
     """Is ``el`` the title of the block it opens: a heading that is text, not a link (a
     site's linked logo), with the box's text after it (a widget holds its own text)?"""
-    if sum(text_len(s) for s in el.itersiblings()) < 100:
+    after = 0
+    for s in el.itersiblings():  # (no text_len is negative: stop at 100, not at the end)
+        after += text_len(s)
+        if after >= 100:
+            break
+    else:
         return False
     for h in el.iter("h1", "h2", "h3", "h4", "h5", "h6"):
         size = int(STRLEN(h))
