@@ -13,6 +13,7 @@ from markdown_it import MarkdownIt
 
 from sitemap_crawler.convert.markdown import (
     Page,
+    _tidy,
     html_to_markdown,
     normalized_hash,
     parse_robots_directives,
@@ -233,6 +234,27 @@ def test_table_without_th_uses_first_row_as_header():
                     "<tr><td>a</td><td>1</td></tr><tr><td colspan='2'>wide</td></tr></table>")
     md = page(html).markdown
     assert md == "| Name | Value |\n| --- | --- |\n| a | 1 |\n| wide | |\n"
+
+
+def test_table_rows_come_header_first_then_in_the_order_of_the_html():
+    """thead rows lead wherever the HTML puts them; then the table's own rows, then those of
+    its tbody and tfoot groups (the order the renderer's one pass over the rows keeps)."""
+    html = doc_page("<table><tbody><tr><td>b1</td><td>1</td></tr></tbody>"
+                    "<tr><td>own</td><td>2</td></tr>"
+                    "<tfoot><tr><td>f1</td><td>3</td></tr></tfoot>"
+                    "<thead><tr><th>Name</th><th>N</th></tr></thead>"
+                    "<tbody><tr><td>b2</td><td>4</td></tr></tbody></table>")
+    md = page(html).markdown
+    assert md == ("| Name | N |\n| --- | --- |\n| own | 2 |\n| b1 | 1 |\n| f1 | 3 |\n"
+                  "| b2 | 4 |\n")
+
+
+def test_tidy_keeps_a_tilde_fence_as_it_is_and_drops_control_characters():
+    """Blank lines collapse outside code only: also in a ~~~ block (a paragraph may open one),
+    and C0 controls go wherever they are."""
+    md = "~~~\nx  \n\n\n\ny\n~~~\n\n\n\nz\x01\x7f  \n\n"
+    assert _tidy(md) == "~~~\nx\n\n\n\ny\n~~~\n\nz\n"
+    assert _tidy("a\x00\n\n\n```\n\n\nb\n```\n\x1f") == "a\n\n```\n\n\nb\n```\n"
 
 
 def test_links_and_images_are_absolute_and_use_base_href():

@@ -98,14 +98,35 @@ _ITEMS = ".//article|.//li"
 _SOURCE_LINKS = frozenset({"source", "[src]", "[source]", "src"})
 _SOURCE_TOGGLE_RE = re.compile(r"^(?:view |show )?source(?: code)?(?: in \S+)?$", re.I)
 _BYLINE_RE = re.compile(r"byline|author|dateline|published", re.I)
+# (descendant::x[...], not .//x[...]: the same nodes without positional predicates, and
+# libxml2 walks one axis instead of a child step from every node: 15-20 % faster)
 _NAMED_OUTSIDE_CODE = XPath(
-    ".//*[@class or @id][not(ancestor-or-self::pre)][not(ancestor-or-self::code)]")
+    "descendant::*[@class or @id][not(ancestor-or-self::pre)][not(ancestor-or-self::code)]")
 # (the cheap length test first: normalize-space() builds a string per text node)
 _SHORT_TEXTS_OUTSIDE_CODE = XPath(
-    ".//text()[string-length() < 200][normalize-space()][not(ancestor::pre)]"
+    "descendant::text()[string-length() < 200][normalize-space()][not(ancestor::pre)]"
     "[not(ancestor::code)]")
-_ITEMPROPS = XPath("//@itemprop")
-_LABEL_TEXT = XPath(".//text()[not(ancestor::button)][normalize-space()]")
+_ITEMPROPS = XPath("/descendant::*/@itemprop")  # (//@itemprop's nodes, ~20 % faster)
+_ALL_TEXTS = XPath("descendant::text()", smart_strings=False)
+
+
+def _widget_texts(root: Any, news: bool) -> list[Any]:
+    """``_SHORT_TEXTS_OUTSIDE_CODE(root)`` for the loop in ``_widgets`` that looks only at
+    texts matching ``_WIDGET_TEXT_RE`` (or ``_NEWS_LABEL_RE`` on news pages: keep these in
+    step with it); [] when no text below ``root`` matches either.  Most pages have none,
+    and the plain strings are ~5x cheaper to get than the filtered smart ones."""
+    for s in _ALL_TEXTS(root):
+        # (never the regexes on blanks, as the XPath's normalize-space() keeps them out:
+        # their leading \s* backtracks over a long run of whitespace)
+        if len(s) < 200 and not s.isspace() and \
+                (_WIDGET_TEXT_RE.match(s) or (news and _NEWS_LABEL_RE.match(s))):
+            return _SHORT_TEXTS_OUTSIDE_CODE(root)  # type: ignore[no-any-return]
+    return []
+
+
+_LABEL_TEXT = XPath("descendant::text()[not(ancestor::button)][normalize-space()]")
+_PREV_NEXT = XPath("descendant::a[@rel='prev' or @rel='next']")
+_HAS_HEADING = XPath(HAS_HEADING)  # (compiled once: el.xpath(str) compiles on every call)
 _IN_CELL = XPath("boolean(ancestor-or-self::td|ancestor-or-self::th)")
 _ROLES = XPath("//@role")
 
@@ -259,9 +280,9 @@ def _widgets(root: Any, news: bool, story: bool = False) -> set[Any]:
             if target is not None and target is not root:
                 out.add(ctl)
                 out.add(target)
-    for a in root.xpath(".//a[@rel='prev' or @rel='next']"):
+    for a in _PREV_NEXT(root):
         out.add(_climb(a, root, 200))
-    for s in _SHORT_TEXTS_OUTSIDE_CODE(root):  # (a table's cells are its data)
+    for s in _widget_texts(root, news):  # (a table's cells are its data)
         label = news and _NEWS_LABEL_RE.match(s)
         if (label or _WIDGET_TEXT_RE.match(s)) and not _IN_CELL(s.getparent()):
             el = s.getparent()
@@ -607,7 +628,12 @@ def _in_title(start: Any, top: Any) -> bool:
 def _box_header(el: Any) -> bool:
     """Is ``el`` the title of the block it opens: a heading that is text, not a link (a
     site's linked logo), with the box's text after it (a widget holds its own text)?"""
-    if sum(text_len(s) for s in el.itersiblings()) < 100:
+    after = 0
+    for s in el.itersiblings():  # (no text_len is negative: stop at 100, not at the end)
+        after += text_len(s)
+        if after >= 100:
+            break
+    else:
         return False
     for h in el.iter("h1", "h2", "h3", "h4", "h5", "h6"):
         size = int(STRLEN(h))
@@ -691,7 +717,7 @@ def _climb(el: Any, root: Any, limit: int) -> Any:
     while True:
         parent = el.getparent()
         if parent is None or parent is root or text_len(parent) > limit or \
-                parent.xpath(HAS_HEADING):
+                _HAS_HEADING(parent):
             return el  # (a titled block is an entry, not the widget: TypeDoc's members)
         el = parent
 

@@ -226,6 +226,8 @@ _KICKER = XPath("*[1][self::strong or self::span or self::em or self::b][not(.//
 def _linked_headline(h: Any) -> bool:
     """A headline that is all link, or a link after a short kicker ("Editorial", "Review"),
     or only an empty link (a script fills its title in)."""
+    if not len(h):  # no link, kicker or empty link inside: none of the three (most headings)
+        return False
     size = int(STRLEN(h))
     if size and link_len(h) >= 0.8 * size:
         return True

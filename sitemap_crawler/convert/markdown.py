@@ -220,32 +220,37 @@ def _read_head(doc: Any, url: str) -> _Head:
 # --- tidy ------------------------------------------------------------------------------------
 
 _CONTROL_RE = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+# the same characters, for a test ~10x faster than the regex's scan (most pages have none)
+_CONTROLS = tuple(chr(c) for c in (*range(0x09), 0x0b, 0x0c, *range(0x0e, 0x20), 0x7f))
 _FENCE_RE = re.compile(r"^ *(`{3,}|~{3,})")
 
 
 def _tidy(md: str) -> str:
     """Strip trailing whitespace, keep at most one blank line (outside code blocks)."""
-    md = _CONTROL_RE.sub("", md)
+    if any(c in md for c in _CONTROLS):
+        md = _CONTROL_RE.sub("", md)
     out: list[str] = []
+    append = out.append
     fence = ""
     blank = False
     for line in md.split("\n"):
         line = line.rstrip()
         if fence:
-            out.append(line)
+            append(line)
             if line.strip() == fence:
                 fence = ""
             continue
-        m = _FENCE_RE.match(line)
-        if m:
-            fence = m.group(1)
         if not line:
             if blank or not out:
                 continue
             blank = True
         else:
+            if "```" in line or "~~~" in line:  # (the regex only where it can match)
+                m = _FENCE_RE.match(line)
+                if m:
+                    fence = m.group(1)
             blank = False
-        out.append(line)
+        append(line)
     while out and not out[-1]:
         out.pop()
     return "\n".join(out) + "\n" if out else ""

@@ -56,7 +56,7 @@ _GRID_STYLE_RE = re.compile(r"grid-template-columns\s*:\s*([^;]+)")
 def code_language(pre: Any) -> str:
     """Language of a code block from the classes/data-lang used by common highlighters."""
     candidates = [pre]
-    code = pre.find("code")
+    code = next(pre.iterchildren("code"), None)  # (pre.find("code") without ElementPath)
     if code is not None:
         candidates.insert(0, code)
     parent = pre.getparent()
@@ -71,7 +71,9 @@ def code_language(pre: Any) -> str:
             return _lang_name(lang.strip())
         cls = el.get("class")
         if cls:
-            for m in _LANG_CLASS_RE.finditer(cls):
+            # (the regex only where one of its prefixes is)
+            for m in _LANG_CLASS_RE.finditer(cls) if "lang" in cls or "highlight-" in cls \
+                    or "brush:" in cls else ():
                 if m.group(1).lower() not in _NO_LANG:
                     return _lang_name(m.group(1))
             tokens = cls.split()
