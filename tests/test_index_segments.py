@@ -18,7 +18,7 @@ import pytest
 
 from sitemap_crawler.errors import CrawlError
 from sitemap_crawler.protocol import index as url_index
-from sitemap_crawler.protocol.journal import Journal
+from sitemap_crawler.protocol.journal import Journal, owner_of
 from sitemap_crawler.protocol.state import StateDir, new_worker_id
 from sitemap_crawler.timestamps import utcnow
 
@@ -172,7 +172,7 @@ _COMPACTOR = textwrap.dedent("""
     from pathlib import Path
     sys.path.insert(0, sys.argv[2])
     from sitemap_crawler.protocol import index as url_index
-    from sitemap_crawler.protocol.journal import Journal
+    from sitemap_crawler.protocol.journal import Journal, owner_of
     from sitemap_crawler.protocol.state import StateDir, new_worker_id
     from sitemap_crawler.timestamps import utcnow
     state = StateDir(Path(sys.argv[1]))
@@ -266,7 +266,7 @@ _FOLDER = textwrap.dedent("""
     from sitemap_crawler.discover.urls import normalize_url
     from sitemap_crawler.protocol import index as url_index
     from sitemap_crawler.protocol.frontier import Frontier
-    from sitemap_crawler.protocol.journal import Journal
+    from sitemap_crawler.protocol.journal import Journal, owner_of
     from sitemap_crawler.protocol.state import StateDir, new_worker_id
     from sitemap_crawler.timestamps import utcnow
     state = StateDir(Path(sys.argv[1]))
@@ -356,3 +356,58 @@ def test_count_by_keys_agrees_with_the_view_with_and_without_the_keys_file(tmp_p
     assert url_index.count(state) == want
     (state.root / url_index.KEYS_FILE).unlink()
     assert url_index.count(state) == want
+
+
+_PARTED = textwrap.dedent("""
+    import os, sys
+    from pathlib import Path
+    sys.path.insert(0, sys.argv[2])
+    from sitemap_crawler.protocol import index as url_index
+    from sitemap_crawler.protocol.state import StateDir, new_worker_id
+    url_index.SEGMENT_PART = 64 << 10
+    write = url_index._write_segment
+    parts = []
+
+    def dying(*args, **kw):
+        path = write(*args, **kw)
+        parts.append(path)
+        if len(parts) == int(sys.argv[3]):
+            os._exit(9)  # killed right after a part and the list naming it are in place
+        return path
+
+    url_index._write_segment = dying
+    url_index.merge(StateDir(Path(sys.argv[1])), new_worker_id(), lambda w: False,
+                    lambda w: True)
+""")
+
+
+def test_a_merge_writes_parts_and_a_kill_between_two_loses_nothing(tmp_path):
+    """I10: a merge holds one part of its segment at a time (a first crawl's 580 MB of
+    journals held whole took the runner to 762 MiB); killed after its third part, the list
+    names three parts of at most a part's size and says how far each journal is in them;
+    the next merge folds the rest and the view holds every record."""
+    state = _state(tmp_path, 2_000)
+    urls = [[f"https://docs.example/j{k}/{i}" for i in range(1_000)] for k in range(3)]
+    for batch in urls:
+        _journal(state, batch)
+    p = subprocess.run([sys.executable, "-c", _PARTED, str(tmp_path), str(ROOT), "3"],
+                       capture_output=True, text=True, timeout=120)
+    assert p.returncode == 9, p.stderr
+    listed = orjson.loads((tmp_path / url_index.LIST_FILE).read_bytes())
+    segs = url_index.segment_files(state)
+    assert len(segs) == 3
+    lines = [s.read_bytes().splitlines() for s in segs]
+    assert all(64 << 10 <= sum(map(len, part)) + len(part) < (64 << 10) + 400 for part in lines)
+    # J4 as I10 says: what the list says is folded is exactly what the parts hold
+    folded = 0
+    for path in url_index.journal_files(state.journal):
+        upto = listed["journals"].get(owner_of(path), 0)
+        folded += path.read_bytes()[:upto].count(b"\n")
+    assert folded == sum(map(len, lines))
+    assert 0 < folded < 3_000
+    _merge(state)
+    view = url_index.load_view(state)
+    assert len(view) == 5_000
+    assert all(view[u]["etag"] == '"new"' for batch in urls for u in batch)
+    assert view["https://docs.example/p/7"]["etag"] == '"e7"'
+    assert url_index.journal_files(state.journal) == []

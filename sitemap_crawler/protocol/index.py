@@ -87,6 +87,12 @@ Invariants:
   so a merge reads only what the journals gained: workers keep their journals for the whole
   run and link following folds hundreds of times.  A crash before the list leaves the offset
   where it was (the records are read again); a rebuilt base reads every journal from 0.
+* I10. A merge writes what it folds in segments of about ``SEGMENT_PART`` bytes, each listed
+  with how far each journal is folded once its last record is in (J4: a journal read up
+  to a record of its middle is at that record's end): the merge holds one part, not every
+  record since the last merge (a first crawl of 1,000,000 pages: 580 MB of journals, and
+  the runner peaked at 762 MiB at the end).  A crash between two parts leaves the parts
+  written listed with the offsets they hold: the rest is read again, nothing twice.
 * H7 (heartbeat.py). With its journal, the ``workers/<w>.dead`` (and the ``.lock`` of a
   worker that is gone) are deleted once no ticket is claimed under ``w``: N crashes leave
   no files behind once their tickets are reclaimed and merged.
@@ -150,6 +156,7 @@ LIST_FILE = "url-index.segments.json"
 KEYS_FILE = "url-index.keys"
 # More segments than this are combined into one (a bound on the files a long run leaves).
 MAX_SEGMENTS = 32
+SEGMENT_PART = 64 << 20  # I10: bytes of a merge's segment held at once
 _READ_TRIES = 20
 
 
@@ -446,9 +453,11 @@ def _merge(state: StateDir, worker_id: str, is_gone: Callable[[str], bool] | Non
             known.update(frontier.key(u["url"]) for it in replayed for u in it["urls"])
         # The new segment, serialised as read into one buffer: a list of 100,000 small
         # orjson.dumps results held 800 MiB (each keeps its over-allocated block), this 45 MB.
+        # I10: at most SEGMENT_PART of it at once.
         seg = bytearray()
         linked: list[dict[str, Any]] = []
-        upto: dict[str, int] = {}
+        upto: dict[str, int] = {owner_of(p): int(folded.get(owner_of(p)) or 0) for p in files}
+        parts = 0
         applied = 0
         for path in files:
             owner = owner_of(path)
@@ -457,6 +466,11 @@ def _merge(state: StateDir, worker_id: str, is_gone: Callable[[str], bool] | Non
                 applied += 1
                 seg += orjson.dumps({k: x for k, x in rec.items() if k not in _TRANSIENT})
                 seg += b"\n"
+                if len(seg) >= SEGMENT_PART:
+                    _write_segment(state, worker_id, seg, lock.check,
+                                   journals={**upto, owner: max(tail.end, upto[owner])})
+                    seg.clear()
+                    parts += 1
                 if v is not None:
                     apply(v.idx, rec)
                     if known is not None and frontier is not None:
@@ -474,15 +488,17 @@ def _merge(state: StateDir, worker_id: str, is_gone: Callable[[str], bool] | Non
                     seg += b"\n"
             for url in frontier.shallower if frontier is not None else ():  # F4: depth lowered
                 seg += orjson.dumps({"url": url, **v.idx[url]}) + b"\n"
-        written = (_write_segment(state, worker_id, seg, lock.check, journals=upto)
-                   if seg else None)
+        if seg:
+            _write_segment(state, worker_id, seg, lock.check, journals=upto)
+        elif parts:  # how far the journals are folded: where the last record of all ended
+            _write_list(state, segment_files(state), lock.check, journals=upto)
         del seg  # a compaction below may need the memory
         if frontier is not None:  # F2: tickets only once the index holding them is written
             for done in replayed:
                 frontier.commit(done, replay=True)
             if intent is not None:
                 frontier.commit(intent)
-        _maintain(state, output_dir, lock.check, v, written)
+        _maintain(state, output_dir, lock.check, v)
         if is_gone is not None:
             prune_journals(state, files, is_gone, lock.check)
         if cached is not None:
@@ -596,10 +612,10 @@ def _write_segment(state: StateDir, worker_id: str, data: bytes | bytearray,
 
 
 def _maintain(state: StateDir, output_dir: Path | None, check: Callable[[], None],
-              v: _View | None, written: Path | None) -> None:
+              v: _View | None) -> None:
     """Compact into the base when the segments reach half its size (or the base was rebuilt);
     combine segments when there are too many.  ``v``, when given, is the view read under this
-    lock hold, already holding ``written``'s records."""
+    lock hold, already holding the records of the segments just written."""
     listed = _read_list(state)
     live = _live(state, listed)
     segs = [p for p, _ in live]
@@ -855,8 +871,9 @@ def update_some(state: StateDir, worker_id: str, urls: set[str],
             if fn(url, entry):
                 seg += orjson.dumps({"url": url, **entry}) + b"\n"
                 n += 1
-        written = _write_segment(state, worker_id, seg, lock.check) if seg else None
-        _maintain(state, output_dir, lock.check, None, written)
+        if seg:
+            _write_segment(state, worker_id, seg, lock.check)
+        _maintain(state, output_dir, lock.check, None)
         return n
 
 
