@@ -184,8 +184,6 @@ def density_root(body: Any) -> tuple[Any, dict[Any, float]]:
         if best is not None and scores.get(best, 0) < 0.75 * total and \
                 not _one_of_sections(best, scores):
             column = _text_column_among(node, scores, paras)
-            if column is None:
-                column = _layout_column(node, best, scores, paras)
             if column is not None:  # the text column beside columns of blurbs: the page now
                 node, total = column, scores[column]
                 continue
@@ -195,28 +193,6 @@ def density_root(body: Any) -> tuple[Any, dict[Any, float]]:
                 node = _around_table(node, body, scores)
             return node, scores
         node = best
-
-
-def _layout_column(row: Any, best: Any, scores: dict[Any, float],
-                   own: dict[Any, float]) -> Any:
-    """The cell of a layout table's row that holds two thirds of the row's score and is a
-    text (one block of paragraphs holds 60 % of its score), or None.  A row whose cells hold
-    blocks is a page's columns, not a data table's row: its side cells of menus and polls
-    are not the page (before, the pick stopped at the row and climbed out of the table to
-    the page's wrapper).  A portal's middle column of many boxes is not a text."""
-    if row.tag != "tr" or best.tag != "td" or \
-            scores.get(best, 0.0) < 2 / 3 * scores.get(row, 0.0) or \
-            (best.find("table") is None and best.find("div") is None and
-             best.find("p") is None):
-        return None
-    return best if _densest(best, scores, own) >= 0.6 * scores[best] else None
-
-
-def _densest(el: Any, scores: dict[Any, float], own: dict[Any, float]) -> float:
-    """The score of the densest block below ``el``: one element's own paragraphs and its
-    children's."""
-    return max((own.get(e, 0.0) + sum(own.get(k, 0.0) for k in e)
-                for e in el.iter() if e in scores), default=0.0)
 
 
 def _text_column_among(node: Any, scores: dict[Any, float],
@@ -230,7 +206,8 @@ def _text_column_among(node: Any, scores: dict[Any, float],
         return None
     found = None
     for c in kids:
-        dense = _densest(c, scores, own)
+        dense = max((own.get(e, 0.0) + sum(own.get(k, 0.0) for k in e)
+                     for e in c.iter() if e in scores), default=0.0)
         if dense >= 0.6 * scores[c]:
             if found is not None:
                 return None  # two blocks of text: sections of one text, not a column
