@@ -662,3 +662,34 @@ def test_one_short_post_under_its_linked_title_is_not_a_teaser():
     md = convert(body)
     assert "Need a last-minute" in md and "Have a fun weekend" in md
     assert "Welcome. I'm" not in md and "republishing" not in md
+
+
+_IANS = ("<p>The Defence Research and Development Organisation plans to test fire the missile "
+         "in mid-2009, and it will be able to hit targets in the range of 5,000 km, officials "
+         "said on Monday.</p>")
+
+
+def test_a_stories_tool_bars_are_left_out():
+    # news pages of 2008 (L3S-GN1): print/e-mail links in a layout table's cell ("» Print
+    # this article", each link's text broken over lines), a social bookmark bar ("Digg |
+    # Del.icio.us"), text size buttons.  Before: each came out as a line of the story (two
+    # links are no menu, a table's cell was never judged, "Print this article" was no widget
+    # text).
+    body = f"""<table><tr><td><div class="story"><h1>DRDO to test Agni-IV</h1>{_IANS * 5}
+        <p><b>Print</b> the form, sign it and send it back to the office by Friday.</p>
+        <table><tr><th>Keys</th><th>Action</th></tr><tr><td>Ctrl+P</td><td>Print</td></tr>
+          <tr><td>Ctrl+S</td><td>Save</td></tr></table>
+        <div class="tools"><span>Font size:</span> <a href="#">Decrease</a>
+          <a href="#">Increase</a></div>
+        <div class="bm"><a href="/d">Digg</a> | <a href="/de">Del.icio.us</a></div>
+        <table><tr><td><div align="left"><font size="2"><strong>&raquo;</strong><a href="#">
+          <strong>Print
+          this article</strong></a><br><strong>&raquo; </strong><a href="#"><strong>Email
+          this article</strong></a><br></font></div></td></tr></table>
+      </div></td></tr></table>"""
+    md = convert(body)
+    assert md.count("The Defence Research") == 5
+    assert "Print this article" not in md and "Email" not in md
+    assert "Digg" not in md and "Del.icio.us" not in md and "Decrease" not in md
+    # a word of a sentence and a data table's cell are not tools
+    assert "**Print** the form, sign it" in md and "| Ctrl+P | Print |" in md

@@ -19,7 +19,9 @@ and takes the page's title block along.
 Inside the root, blocks are widgets when their class/id says boilerplate in a generic word
 (``share``, ``related``, ``breadcrumb``, ``pagination``, ``toc``, ``footer`` ...) and they are
 small or mostly links, when they are a short block whose text is a widget's ("Was this page
-helpful?", "Last updated ...", "8 min read", "Edit this page", "Version: 3.2"), when they are a
+helpful?", "Last updated ...", "8 min read", "Edit this page", "Version: 3.2"; on pages without
+generator markup a tool bar, all print/e-mail/bookmark links: "» Print this article", "Digg |
+Del.icio.us", even in a layout table's cell), when they are a
 list of in-page ``#`` links (an on-page TOC), or a ``rel=prev/next`` bar.  Blocks holding a
 page heading, code or a table, or a large share of the root's text, are never widgets.
 
@@ -89,6 +91,19 @@ _NEWS_LABEL_RE = re.compile(
     r"^\s*(?:advert(?:isement)?|(?:\d+\s+)?(?:user\s+)?comments?(?:\s*\(\+?\d*\))?|"
     r"subscribe|share (?:this |it )?(?:on|via|with) [\w .+-]{1,20}|breaking news emails|"
     r"related (?:stories|posts|links|articles|news|coverage|content))\s*:?\s*$", re.I)
+# a page's tool bar, the whole text of its box: print, e-mail, bookmark and share links, text
+# size buttons, a gallery's "click on thumbnail" prompt ("» Print this article", "Digg |
+# Del.icio.us | Sphere It", "Font size: Decrease Increase")
+_TOOL = (r"(?:print(?:er[- ]friendly)?(?: this)?(?: article| page| story| version| format)?|"
+         r"e-?mail(?: this)?(?: article| page| story)?(?: to a friend)?|"
+         r"send (?:this )?to a friend|bookmark(?: this)?(?: page| article| story)?(?: with)?|"
+         r"(?:font|text) size(?:[\s:]+(?:decrease|increase|a\+|a-|\+|-))*|"
+         r"digg(?: it| this)?|del\.?icio\.?us|facebook|twitter|reddit|stumbleupon|sphere it|"
+         r"linkedin|technorati|newsvine|google|yahoo!?|myspace|furl|trackback(?: url)?|"
+         r"permalink|click on (?:the )?thumbnails? to view (?:the )?images?|view gallery|"
+         r"social bookmark this story|share this (?:article|story|page)? ?on)")
+_TOOLS_RE = re.compile(rf"^[\s»›•|>:,·-]*{_TOOL}(?:[\s»›•|>:,·-]+{_TOOL})*[\s»›•|>:,·-]*$",
+                       re.I)
 _KEEP_TAGS = frozenset({"h1", "h2", "pre", "table"})
 _FEW_PARAGRAPHS = 3.0  # a density score below this is a tagline or two, not a text
 _NEWS_KINDS = frozenset({"article", "articleBody"})
@@ -262,6 +277,10 @@ def _widgets(root: Any, news: bool, story: bool = False) -> set[Any]:
     for a in root.xpath(".//a[@rel='prev' or @rel='next']"):
         out.add(_climb(a, root, 200))
     for s in _SHORT_TEXTS_OUTSIDE_CODE(root):  # (a table's cells are its data)
+        if news and not s.is_tail and _TOOLS_RE.match(" ".join(s.split())):
+            bar = _tool_bar(s.getparent(), root)
+            if bar is not None:
+                out.add(bar)  # (and a wider widget around it is still judged below)
         label = news and _NEWS_LABEL_RE.match(s)
         if (label or _WIDGET_TEXT_RE.match(s)) and not _IN_CELL(s.getparent()):
             el = s.getparent()
@@ -409,6 +428,27 @@ def _side_columns(root: Any, teasers: set[Any]) -> list[Any]:
                 out.append(c)
         node, node_len = best, best_len
     return out
+
+
+def _tool_bar(el: Any, root: Any) -> Any:
+    """The box of a tool bar whose text node is in ``el``: the widest short block around it
+    whose whole text is tools, or ``el`` itself on a line of its own; None for a word of a
+    sentence or a heading ("<b>Print</b> the form and sign it")."""
+    if _in_title(el, root) or (el.tag in _INLINE_MORE and _in_text(el)):
+        return None
+    cell = next(el.iterancestors("td", "th"), None) if el.tag not in ("td", "th") else el
+    if cell is not None and cell.find(".//div") is None and cell.find(".//table") is None and \
+            cell.find(".//br") is None:
+        return None  # a data table's cell ("Print" beside Ctrl+P); a layout cell holds blocks
+    found, node = None, el
+    while True:  # the widest box up the chain that is all tools (a layout table of two links)
+        if _TOOLS_RE.match(_words(node)) and (node.tag not in _INLINE_MORE or _alone(node)):
+            found = node
+        parent = node.getparent()
+        if parent is None or parent is root or text_len(parent) > 160 or \
+                parent.xpath(HAS_HEADING) or parent.find(".//pre") is not None:
+            return found
+        node = parent
 
 
 def _reply_boxes(root: Any) -> list[Any]:
