@@ -693,3 +693,28 @@ def test_a_stories_tool_bars_are_left_out():
     assert "Digg" not in md and "Del.icio.us" not in md and "Decrease" not in md
     # a word of a sentence and a data table's cell are not tools
     assert "**Print** the form, sign it" in md and "| Ctrl+P | Print |" in md
+
+
+def test_an_empty_comment_boxs_prompts_are_left_out():
+    # news pages of 2008 (L3S-GN1): under the story, a comment box with no comments, only
+    # its prompts.  Before: they came out as the story's last lines.
+    body = f"""<div id="content"><h1>DRDO to test Agni-IV</h1>{_IANS * 5}
+      <p>No comments were made about the test by the ministry, the agency said.</p>
+      <div class="kommentare"><h3>Your opinion</h3>
+        <div><span>No comments at the moment.</span><br>
+          <span>Only members of the Club can enter comments.</span></div></div>
+      <table><tr><td><a href="/c">Add your comments here</a><br>
+        <i>No comments submitted yet</i></td></tr></table></div>"""
+    md = convert(body)
+    assert md.count("The Defence Research") == 5 and "No comments were made" in md
+    assert "at the moment" not in md and "Only members" not in md
+    assert "Add your comments" not in md and "submitted yet" not in md
+    # a comment thread that is there stays as it was (some sets' truth keeps threads)
+    thread = convert(f"""<div id="content"><h1>Agni-IV</h1>{_IANS * 5}<h3>3 Comments</h3>
+      <ol class="commentlist"><li><cite>Ravi</cite> said: Good news for the programme, and
+        about time, after the delays of the last two years.</li>
+        <li><cite>Anil</cite> said: The range is what matters here, not the date of the
+        test, as the agency itself admits.</li></ol>
+      <p><a href="#respond">Post a comment</a></p></div>""")
+    assert "Good news for the programme" in thread and "The range is what matters" in thread
+    assert "Post a comment" not in thread

@@ -21,7 +21,7 @@ Inside the root, blocks are widgets when their class/id says boilerplate in a ge
 small or mostly links, when they are a short block whose text is a widget's ("Was this page
 helpful?", "Last updated ...", "8 min read", "Edit this page", "Version: 3.2"; on pages without
 generator markup a tool bar, all print/e-mail/bookmark links: "» Print this article", "Digg |
-Del.icio.us", even in a layout table's cell), when they are a
+Del.icio.us", or an empty comment box's prompts, even in a layout table's cell), when they are a
 list of in-page ``#`` links (an on-page TOC), or a ``rel=prev/next`` bar.  Blocks holding a
 page heading, code or a table, or a large share of the root's text, are never widgets.
 
@@ -102,8 +102,16 @@ _TOOL = (r"(?:print(?:er[- ]friendly)?(?: this)?(?: article| page| story| versio
          r"linkedin|technorati|newsvine|google|yahoo!?|myspace|furl|trackback(?: url)?|"
          r"permalink|click on (?:the )?thumbnails? to view (?:the )?images?|view gallery|"
          r"social bookmark this story|share this (?:article|story|page)? ?on)")
-_TOOLS_RE = re.compile(rf"^[\s»›•|>:,·-]*{_TOOL}(?:[\s»›•|>:,·-]+{_TOOL})*[\s»›•|>:,·-]*$",
-                       re.I)
+# an empty or closed comment box's prompts ("No comments at the moment.", "Only members of the
+# Club can enter comments.", "Add your comments here", "Comments are closed.")
+_PROMPT = (r"(?:(?:there (?:are|is) )?(?:currently )?no comments(?: (?:yet|so far|at the moment|"
+           r"submitted yet|for this (?:story|article|post)))?|be the first to (?:leave a )?comment|"
+           r"comments? (?:are |is )?(?:now )?closed|(?:add|post|write|leave|submit) (?:your own |"
+           r"a |your )?comments?(?: here)?|only (?:registered )?members (?:of [\w ]{1,30} )?can "
+           r"(?:enter|post|leave|add) comments|(?:please )?(?:log ?in|sign ?in|register)\b"
+           r"[^.]{0,60}\bto (?:post|add|leave|enter|write) (?:a )?comments?[^.]{0,40})\.?")
+_TOOLS_RE = re.compile(rf"^[\s»›•|>:,·-]*(?:{_TOOL}|{_PROMPT})"
+                       rf"(?:[\s»›•|>:,·-]+(?:{_TOOL}|{_PROMPT}))*[\s»›•|>:,·-]*$", re.I)
 _KEEP_TAGS = frozenset({"h1", "h2", "pre", "table"})
 _FEW_PARAGRAPHS = 3.0  # a density score below this is a tagline or two, not a text
 _NEWS_KINDS = frozenset({"article", "articleBody"})
@@ -434,8 +442,9 @@ def _tool_bar(el: Any, root: Any) -> Any:
     """The box of a tool bar whose text node is in ``el``: the widest short block around it
     whose whole text is tools, or ``el`` itself on a line of its own; None for a word of a
     sentence or a heading ("<b>Print</b> the form and sign it")."""
-    if _in_title(el, root) or (el.tag in _INLINE_MORE and _in_text(el)):
-        return None
+    if _in_title(el, root) or (el.tag in _INLINE_MORE and _in_text(el) and
+                               _words(el.getparent()) != _words(el)):
+        return None  # (a link alone in its paragraph is a box of its own)
     cell = next(el.iterancestors("td", "th"), None) if el.tag not in ("td", "th") else el
     if cell is not None and cell.find(".//div") is None and cell.find(".//table") is None and \
             cell.find(".//br") is None:
