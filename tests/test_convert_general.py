@@ -662,3 +662,59 @@ def test_one_short_post_under_its_linked_title_is_not_a_teaser():
     md = convert(body)
     assert "Need a last-minute" in md and "Have a fun weekend" in md
     assert "Welcome. I'm" not in md and "republishing" not in md
+
+
+_IANS = ("<p>The Defence Research and Development Organisation plans to test fire the missile "
+         "in mid-2009, and it will be able to hit targets in the range of 5,000 km, officials "
+         "said on Monday.</p>")
+
+
+def test_a_stories_tool_bars_are_left_out():
+    # news pages of 2008 (L3S-GN1): print/e-mail links in a layout table's cell ("» Print
+    # this article", each link's text broken over lines), a social bookmark bar ("Digg |
+    # Del.icio.us"), text size buttons.  Before: each came out as a line of the story (two
+    # links are no menu, a table's cell was never judged, "Print this article" was no widget
+    # text).
+    body = f"""<table><tr><td><div class="story"><h1>DRDO to test Agni-IV</h1>{_IANS * 5}
+        <p><b>Print</b> the form, sign it and send it back to the office by Friday.</p>
+        <table><tr><th>Keys</th><th>Action</th></tr><tr><td>Ctrl+P</td><td>Print</td></tr>
+          <tr><td>Ctrl+S</td><td>Save</td></tr></table>
+        <div class="tools"><span>Font size:</span> <a href="#">Decrease</a>
+          <a href="#">Increase</a></div>
+        <div class="bm"><a href="/d">Digg</a> | <a href="/de">Del.icio.us</a></div>
+        <table><tr><td><div align="left"><font size="2"><strong>&raquo;</strong><a href="#">
+          <strong>Print
+          this article</strong></a><br><strong>&raquo; </strong><a href="#"><strong>Email
+          this article</strong></a><br></font></div></td></tr></table>
+      </div></td></tr></table>"""
+    md = convert(body)
+    assert md.count("The Defence Research") == 5
+    assert "Print this article" not in md and "Email" not in md
+    assert "Digg" not in md and "Del.icio.us" not in md and "Decrease" not in md
+    # a word of a sentence and a data table's cell are not tools
+    assert "**Print** the form, sign it" in md and "| Ctrl+P | Print |" in md
+
+
+def test_an_empty_comment_boxs_prompts_are_left_out():
+    # news pages of 2008 (L3S-GN1): under the story, a comment box with no comments, only
+    # its prompts.  Before: they came out as the story's last lines.
+    body = f"""<div id="content"><h1>DRDO to test Agni-IV</h1>{_IANS * 5}
+      <p>No comments were made about the test by the ministry, the agency said.</p>
+      <div class="kommentare"><h3>Your opinion</h3>
+        <div><span>No comments at the moment.</span><br>
+          <span>Only members of the Club can enter comments.</span></div></div>
+      <table><tr><td><a href="/c">Add your comments here</a><br>
+        <i>No comments submitted yet</i></td></tr></table></div>"""
+    md = convert(body)
+    assert md.count("The Defence Research") == 5 and "No comments were made" in md
+    assert "at the moment" not in md and "Only members" not in md
+    assert "Add your comments" not in md and "submitted yet" not in md
+    # a comment thread that is there stays as it was (some sets' truth keeps threads)
+    thread = convert(f"""<div id="content"><h1>Agni-IV</h1>{_IANS * 5}<h3>3 Comments</h3>
+      <ol class="commentlist"><li><cite>Ravi</cite> said: Good news for the programme, and
+        about time, after the delays of the last two years.</li>
+        <li><cite>Anil</cite> said: The range is what matters here, not the date of the
+        test, as the agency itself admits.</li></ol>
+      <p><a href="#respond">Post a comment</a></p></div>""")
+    assert "Good news for the programme" in thread and "The range is what matters" in thread
+    assert "Post a comment" not in thread

@@ -19,7 +19,9 @@ and takes the page's title block along.
 Inside the root, blocks are widgets when their class/id says boilerplate in a generic word
 (``share``, ``related``, ``breadcrumb``, ``pagination``, ``toc``, ``footer`` ...) and they are
 small or mostly links, when they are a short block whose text is a widget's ("Was this page
-helpful?", "Last updated ...", "8 min read", "Edit this page", "Version: 3.2"), when they are a
+helpful?", "Last updated ...", "8 min read", "Edit this page", "Version: 3.2"; on pages without
+generator markup a tool bar, all print/e-mail/bookmark links: "» Print this article", "Digg |
+Del.icio.us", or an empty comment box's prompts, even in a layout table's cell), when they are a
 list of in-page ``#`` links (an on-page TOC), or a ``rel=prev/next`` bar.  Blocks holding a
 page heading, code or a table, or a large share of the root's text, are never widgets.
 
@@ -89,6 +91,27 @@ _NEWS_LABEL_RE = re.compile(
     r"^\s*(?:advert(?:isement)?|(?:\d+\s+)?(?:user\s+)?comments?(?:\s*\(\+?\d*\))?|"
     r"subscribe|share (?:this |it )?(?:on|via|with) [\w .+-]{1,20}|breaking news emails|"
     r"related (?:stories|posts|links|articles|news|coverage|content))\s*:?\s*$", re.I)
+# a page's tool bar, the whole text of its box: print, e-mail, bookmark and share links, text
+# size buttons, a gallery's "click on thumbnail" prompt ("» Print this article", "Digg |
+# Del.icio.us | Sphere It", "Font size: Decrease Increase")
+_TOOL = (r"(?:print(?:er[- ]friendly)?(?: this)?(?: article| page| story| version| format)?|"
+         r"e-?mail(?: this)?(?: article| page| story)?(?: to a friend)?|"
+         r"send (?:this )?to a friend|bookmark(?: this)?(?: page| article| story)?(?: with)?|"
+         r"(?:font|text) size(?:[\s:]+(?:decrease|increase|a\+|a-|\+|-))*|"
+         r"digg(?: it| this)?|del\.?icio\.?us|facebook|twitter|reddit|stumbleupon|sphere it|"
+         r"linkedin|technorati|newsvine|google|yahoo!?|myspace|furl|trackback(?: url)?|"
+         r"permalink|click on (?:the )?thumbnails? to view (?:the )?images?|view gallery|"
+         r"social bookmark this story|share this (?:article|story|page)? ?on)")
+# an empty or closed comment box's prompts ("No comments at the moment.", "Only members of the
+# Club can enter comments.", "Add your comments here", "Comments are closed.")
+_PROMPT = (r"(?:(?:there (?:are|is) )?(?:currently )?no comments(?: (?:yet|so far|at the moment|"
+           r"submitted yet|for this (?:story|article|post)))?|be the first to (?:leave a )?comment|"
+           r"comments? (?:are |is )?(?:now )?closed|(?:add|post|write|leave|submit) (?:your own |"
+           r"a |your )?comments?(?: here)?|only (?:registered )?members (?:of [\w ]{1,30} )?can "
+           r"(?:enter|post|leave|add) comments|(?:please )?(?:log ?in|sign ?in|register)\b"
+           r"[^.]{0,60}\bto (?:post|add|leave|enter|write) (?:a )?comments?[^.]{0,40})\.?")
+_TOOLS_RE = re.compile(rf"^[\s»›•|>:,·-]*(?:{_TOOL}|{_PROMPT})"
+                       rf"(?:[\s»›•|>:,·-]+(?:{_TOOL}|{_PROMPT}))*[\s»›•|>:,·-]*$", re.I)
 _KEEP_TAGS = frozenset({"h1", "h2", "pre", "table"})
 _FEW_PARAGRAPHS = 3.0  # a density score below this is a tagline or two, not a text
 _NEWS_KINDS = frozenset({"article", "articleBody"})
@@ -112,14 +135,15 @@ _ALL_TEXTS = XPath("descendant::text()", smart_strings=False)
 
 def _widget_texts(root: Any, news: bool) -> list[Any]:
     """``_SHORT_TEXTS_OUTSIDE_CODE(root)`` for the loop in ``_widgets`` that looks only at
-    texts matching ``_WIDGET_TEXT_RE`` (or ``_NEWS_LABEL_RE`` on news pages: keep these in
-    step with it); [] when no text below ``root`` matches either.  Most pages have none,
-    and the plain strings are ~5x cheaper to get than the filtered smart ones."""
+    texts matching ``_WIDGET_TEXT_RE`` (or, on news pages, ``_NEWS_LABEL_RE`` or, spaces
+    folded, ``_TOOLS_RE``: keep these in step with it); [] when no text below ``root``
+    matches any.  Most pages have none, and the plain strings are ~5x cheaper to get than
+    the filtered smart ones."""
     for s in _ALL_TEXTS(root):
         # (never the regexes on blanks, as the XPath's normalize-space() keeps them out:
         # their leading \s* backtracks over a long run of whitespace)
-        if len(s) < 200 and not s.isspace() and \
-                (_WIDGET_TEXT_RE.match(s) or (news and _NEWS_LABEL_RE.match(s))):
+        if len(s) < 200 and not s.isspace() and (_WIDGET_TEXT_RE.match(s) or (news and (
+                _NEWS_LABEL_RE.match(s) or _TOOLS_RE.match(" ".join(s.split()))))):
             return _SHORT_TEXTS_OUTSIDE_CODE(root)  # type: ignore[no-any-return]
     return []
 
@@ -283,6 +307,10 @@ def _widgets(root: Any, news: bool, story: bool = False) -> set[Any]:
     for a in _PREV_NEXT(root):
         out.add(_climb(a, root, 200))
     for s in _widget_texts(root, news):  # (a table's cells are its data)
+        if news and not s.is_tail and _TOOLS_RE.match(" ".join(s.split())):
+            bar = _tool_bar(s.getparent(), root)
+            if bar is not None:
+                out.add(bar)  # (and a wider widget around it is still judged below)
         label = news and _NEWS_LABEL_RE.match(s)
         if (label or _WIDGET_TEXT_RE.match(s)) and not _IN_CELL(s.getparent()):
             el = s.getparent()
@@ -430,6 +458,28 @@ def _side_columns(root: Any, teasers: set[Any]) -> list[Any]:
                 out.append(c)
         node, node_len = best, best_len
     return out
+
+
+def _tool_bar(el: Any, root: Any) -> Any:
+    """The box of a tool bar whose text node is in ``el``: the widest short block around it
+    whose whole text is tools, or ``el`` itself on a line of its own; None for a word of a
+    sentence or a heading ("<b>Print</b> the form and sign it")."""
+    if _in_title(el, root) or (el.tag in _INLINE_MORE and _in_text(el) and
+                               _words(el.getparent()) != _words(el)):
+        return None  # (a link alone in its paragraph is a box of its own)
+    cell = next(el.iterancestors("td", "th"), None) if el.tag not in ("td", "th") else el
+    if cell is not None and cell.find(".//div") is None and cell.find(".//table") is None and \
+            cell.find(".//br") is None:
+        return None  # a data table's cell ("Print" beside Ctrl+P); a layout cell holds blocks
+    found, node = None, el
+    while True:  # the widest box up the chain that is all tools (a layout table of two links)
+        if _TOOLS_RE.match(_words(node)) and (node.tag not in _INLINE_MORE or _alone(node)):
+            found = node
+        parent = node.getparent()
+        if parent is None or parent is root or text_len(parent) > 160 or \
+                parent.xpath(HAS_HEADING) or parent.find(".//pre") is not None:
+            return found
+        node = parent
 
 
 def _reply_boxes(root: Any) -> list[Any]:
