@@ -252,13 +252,17 @@ def test_two_machines_on_twenty_polite_hosts_keep_every_gap(share, hosts, tmp_pa
     cfg_b = config(tmp_path / "b", sources, out=b / "out", request_delay=0.3)
     prepare_all(cfg_a, names)
     procs = [popen_cli(cfg_a, "work", "--workers", "2"), popen_cli(cfg_b, "work", "--workers", "2")]
+    errs = []
     for p in procs:
         _, err = p.communicate(timeout=300)
         assert p.returncode == 0, err
+        errs.append(err)
+    # (a gap 14 ms short was seen twice on SMB, cause not found: what the gates said, if so)
+    said = [line for err in errs for line in err.splitlines() if "token" in line]
     for s in servers:
         times = page_times(s)
         assert len(times) == 3, (s.base, times)
-        assert min_gap(times) >= 0.3 - TOLERANCE, (s.base, times)
+        assert min_gap(times) >= 0.3 - TOLERANCE, (s.base, times, said)
 
 
 def test_discovery_keeps_the_delay_of_the_pages(hosts, tmp_path):
