@@ -133,15 +133,20 @@ def make_page(seed: int, target_kb: int | None = None) -> str:
     return head + "".join(body) + tail
 
 
-def _time(fn: Callable[[Any], object], pages: list[Any], rounds: int) -> float:
-    """Best-of-rounds mean ms/page (CPU time, since the worker's budget is CPU)."""
+def cpu_ms_rounds(fn: Callable[[Any], object], pages: list[Any], rounds: int) -> list[float]:
+    """Mean ms/page of each round (CPU time, since the worker's budget is CPU)."""
     results = []
     for _ in range(rounds):
         t0 = time.process_time()
         for p in pages:
             fn(p)
         results.append((time.process_time() - t0) * 1000 / len(pages))
-    return min(results)
+    return results
+
+
+def _time(fn: Callable[[Any], object], pages: list[Any], rounds: int) -> float:
+    """Best-of-rounds mean ms/page."""
+    return min(cpu_ms_rounds(fn, pages, rounds))
 
 
 def _phases(pages: list[str], rounds: int) -> None:

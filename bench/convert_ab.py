@@ -22,10 +22,12 @@ import dataclasses
 import json
 import statistics
 import sys
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # also as a script
+from bench.bench_convert import cpu_ms_rounds
 
 _URL = "https://docs.example.com/guide/page.html"
 
@@ -65,16 +67,6 @@ def compare(args: argparse.Namespace) -> None:
         sys.exit(1)
 
 
-def _rounds(fn: Callable[[Any], object], items: list[Any], rounds: int) -> list[float]:
-    out = []
-    for _ in range(rounds):
-        t0 = time.process_time()
-        for item in items:
-            fn(item)
-        out.append((time.process_time() - t0) * 1000 / len(items))
-    return out
-
-
 def timing(args: argparse.Namespace) -> None:
     from sitemap_crawler.convert import content, render
     from sitemap_crawler.convert import markdown as m
@@ -97,7 +89,7 @@ def timing(args: argparse.Namespace) -> None:
     ]
     print(f"{len(pages)} pages, CPU ms a page over {args.rounds} rounds: min / median / max")
     for name, fn, items in rows:
-        r = _rounds(fn, items, args.rounds)
+        r = cpu_ms_rounds(fn, items, args.rounds)
         print(f"  {name:<34} {min(r):6.3f} {statistics.median(r):6.3f} {max(r):6.3f}")
 
 
