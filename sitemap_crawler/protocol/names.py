@@ -34,6 +34,7 @@ import os
 import secrets
 import threading
 import time
+from collections import OrderedDict
 from collections.abc import Callable
 from pathlib import Path
 
@@ -58,7 +59,7 @@ class NameClaims:
         ~25 MiB for every 100,000 pages of a 1,000,000-page crawl."""
         self.dir = state_root / NAMES_DIR
         self.quarantine = state_root / QUARANTINE
-        self._known: dict[str, str] = {}  # oldest first
+        self._known: OrderedDict[str, str] = OrderedDict()  # oldest first
         self._limit = max(1, known)
         self._lock = threading.Lock()
         self._made: set[Path] = set()  # shard folders known to exist
@@ -81,8 +82,8 @@ class NameClaims:
             got = _read_back(path, key)
         with self._lock:  # fetch threads claim side by side: no insert while one forgets
             self._known[key] = got
-            while len(self._known) > self._limit:
-                del self._known[next(iter(self._known))]
+            while len(self._known) > self._limit:  # (a dict's first key after many
+                self._known.popitem(last=False)      # deletions is a scan; this is not)
         return got
 
 
