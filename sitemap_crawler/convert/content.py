@@ -477,7 +477,7 @@ def _tool_bar(el: Any, root: Any) -> Any:
             found = node
         parent = node.getparent()
         if parent is None or parent is root or text_len(parent) > 160 or \
-                parent.xpath(HAS_HEADING) or parent.find(".//pre") is not None:
+                _HAS_HEADING(parent) or parent.find(".//pre") is not None:
             return found
         node = parent
 
