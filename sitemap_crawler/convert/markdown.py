@@ -219,9 +219,9 @@ def _read_head(doc: Any, url: str) -> _Head:
 
 # --- tidy ------------------------------------------------------------------------------------
 
-_CONTROL_RE = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
-# the same characters, for a test ~10x faster than the regex's scan (most pages have none)
 _CONTROLS = tuple(chr(c) for c in (*range(0x09), 0x0b, 0x0c, *range(0x0e, 0x20), 0x7f))
+_CONTROL_RE = re.compile("[" + re.escape("".join(_CONTROLS)) + "]")
+# (``any(c in md ...)`` first: ~10x faster than the regex's scan, and most pages have none)
 _FENCE_RE = re.compile(r"^ *(`{3,}|~{3,})")
 
 
