@@ -116,8 +116,8 @@ def prepare_round(work: Path, cfg_path: Path, base: str, i: int, delay: float,
         "settings": {"base_output_dir": str(out), "max_urls_per_site": 0,
                      "request_delay": delay},
         "sites": [{"name": "big", "source": f"{base}/sitemap.xml"}]}))
-    # prepare ends with os.sync(): start each round with nothing of the previous round's
-    # 10,000 tickets still to be written back
+    # prepare ends with a syncfs of its file system (fsutil.sync_filesystem): start each
+    # round with nothing of the previous round's 10,000 tickets still to be written back
     os.sync()
     # Each round is a child of a fresh process: its RUSAGE_CHILDREN peak is this round's.
     script = ("import json, sys; from bench.bench_prepare import measure; "
