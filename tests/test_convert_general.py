@@ -5,6 +5,7 @@ checked against."""
 
 from __future__ import annotations
 
+from sitemap_crawler.convert.markdown import html_to_markdown
 from tests.test_convert_structure import convert
 
 _P = ("<p>When planning corporate events, it is important to think about the venue, the "
@@ -718,3 +719,27 @@ def test_an_empty_comment_boxs_prompts_are_left_out():
       <p><a href="#respond">Post a comment</a></p></div>""")
     assert "Good news for the programme" in thread and "The range is what matters" in thread
     assert "Post a comment" not in thread
+
+
+def test_a_page_that_goes_on_after_its_closing_html_tag_is_read_whole():
+    # a WordPress theme (an HR services blog) prints its header, then </body></html>, then
+    # the post.  A browser shows the post (HTML5 parses what follows into the body); before,
+    # libxml2 dropped everything after </html>, and only the menu was left: an empty page.
+    page = f"""<!DOCTYPE html><html><head><title>6 Types of HR Outsourcing</title></head>
+      <body class="single-post"><header><nav><ul><li><a href="/">Home</a></li>
+        <li><a href="/blog/">Blogs</a></li><li><a href="/contact-us/">Contact Us</a></li>
+      </ul></nav></header>
+      </body>
+      </html>
+      <div class="blog-detail-page"><h1>6 Types of HR Outsourcing You Need to Know</h1>
+        {_P * 4}<h2>Professional Employer Organizations</h2>{_P * 2}</div>
+      <footer><p>Escalon Services. All rights reserved.</p></footer>
+      </body></html>"""
+    md = html_to_markdown(page, "https://example.com/blog/hr-outsourcing").markdown
+    assert "# 6 Types of HR Outsourcing You Need to Know" in md
+    assert md.count("When planning corporate") == 6 and "Contact Us" not in md
+    # a page that ends at its </html> (a comment after it, as caches add) is as it was
+    plain = html_to_markdown(f"<html><body><h1>Events</h1>{_P * 3}</body></html>\n"
+                             "<!-- cached page -->", "https://example.com/").markdown
+    assert plain.count("When planning corporate") == 3
+
