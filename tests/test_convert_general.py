@@ -743,3 +743,29 @@ def test_a_page_that_goes_on_after_its_closing_html_tag_is_read_whole():
                              "<!-- cached page -->", "https://example.com/").markdown
     assert plain.count("When planning corporate") == 3
 
+
+def test_teasers_written_as_a_definition_list_are_left_out():
+    # a news site of 2008 (L3S-GN1): under the story, boxes of other stories, each a <dl>
+    # whose terms are headline links and whose descriptions are their summaries.  Before:
+    # nothing judged a <dl> (teaser cards need a heading), and they came out as the story's
+    # last quarter.
+    teaser = ("<dt><a href='/news/{0}.html'>Hops shortage spurs microbreweries, part {0}</a></dt>"
+              "<dd>A worldwide shortage of hops is forcing some microbreweries to rewrite their "
+              "recipes for trademark beers.</dd>")
+    body = f"""<div id="content"><h1>Premier tours the flooded city</h1>{_IANS * 8}
+      <div class="lineuproll"><h3><a href="/rss.xml"><img src="/rss.gif"></a>Headlines</h3>
+        <dl>{"".join(teaser.format(i) for i in range(4))}</dl></div></div>"""
+    md = convert(body)
+    assert md.count("The Defence Research") == 8
+    assert "Hops shortage" not in md and "Headlines" not in md
+    # a "see also" list (links, a few words each) and a glossary (terms, not links) stay
+    kept = convert(f"""<div id="content"><h1>Playbooks</h1>{_IANS * 5}<dl>
+      <dt><a href="/lint/">ansible-lint</a></dt><dd>Learn how to test playbooks</dd>
+      <dt><a href="/yaml/">YAML Syntax</a></dt><dd>Learn about YAML syntax</dd>
+      <dt><a href="/tips/">General tips</a></dt><dd>Tips for managing playbooks</dd></dl>
+      <dl><dt>Agni-IV</dt><dd>{"A surface-to-surface missile of intermediate range. " * 2}</dd>
+      <dt>Agni-V</dt><dd>{"An intercontinental missile, tested first in 2012. " * 2}</dd>
+      <dt>Prithvi</dt><dd>{"A short-range missile, the first of the programme. " * 2}</dd></dl>
+      </div>""")
+    assert "Learn about YAML syntax" in kept and "Tips for managing" in kept
+    assert "A surface-to-surface missile" in kept and "tested first in 2012" in kept
