@@ -769,3 +769,41 @@ def test_teasers_written_as_a_definition_list_are_left_out():
       </div>""")
     assert "Learn about YAML syntax" in kept and "Tips for managing" in kept
     assert "A surface-to-surface missile" in kept and "tested first in 2012" in kept
+
+
+def test_the_author_cards_beside_a_threads_posts_keep_only_the_name():
+    # forum threads (a XenForo board, a Q&A site): beside each post, the author's card
+    # (schema.org Person) with a member title, join date, post count, location, reputation.
+    # Before: each card came out as five lines of numbers and dates above every post.
+    post = """<article class="message message--post"><div class="message-inner">
+      <div class="message-cell message-cell--user"><section itemscope
+          itemtype="https://schema.org/Person" class="message-user">
+        <div class="message-avatar"><a href="/members/{0}.5/"><img src="/a/{0}.webp"
+          alt="{0}"></a></div>
+        <div class="message-userDetails"><h4 class="message-name"><a href="/members/{0}.5/"
+          class="username" itemprop="name">{0}</a></h4>
+          <div class="userBanner" itemprop="jobTitle"><strong>Senior Member</strong></div></div>
+        <div class="message-userExtras"><dl class="pairs"><dt><span title="Joined"><i
+          class="fa-user"></i></span></dt><dd>Oct 25, 2017</dd></dl>
+          <dl class="pairs"><dt><span title="Messages"></span></dt><dd>13,539</dd></dl>
+          <dl class="pairs"><dt><span title="Location"></span></dt><dd>Ghent</dd></dl>
+        </div></section></div>
+      <div class="message-cell message-cell--main"><div class="message-content">
+        <div class="bbWrapper">Post {0}: we would waste an hour trying to say his name, and
+        then another one deciding who goes first into the cave.</div></div></div>
+      </div></article>"""
+    body = f"""<div class="p-body-pageContent"><h1>Who fights the giant?</h1>
+      <div class="block-body">{"".join(post.format(n) for n in ("Poltergust", "Saikyo",
+                                                               "poptire"))}</div></div>"""
+    md = convert(body)
+    assert "Poltergust" in md and "Saikyo" in md and md.count("we would waste an hour") == 3
+    assert "Senior Member" not in md and "13,539" not in md and "Oct 25, 2017" not in md
+    assert "Ghent" not in md
+    # a team page's people with their bios keep every line (a title beside a sentence)
+    person = """<div itemscope itemtype="http://schema.org/Person" class="member">
+      <h3 itemprop="name">{0}</h3><p itemprop="jobTitle">Head of Research</p>
+      <p itemprop="description">{0} leads the research group, which studies how rivers
+      carry sediment to the sea in every season.</p></div>"""
+    team = convert(f"""<div class="team"><h1>Our team</h1>{"".join(
+        person.format(n) for n in ("Ann Lee", "Bo Ray", "Cy Tan"))}</div>""")
+    assert team.count("Head of Research") == 3 and team.count("leads the research") == 3

@@ -33,7 +33,8 @@ a named block that holds prose stays unless it is link-dense or looks like a com
 block's language label, a short box around a "source" link; without generator markup,
 link lists without prose (menus), unless they are all the root holds (a shop's listing),
 and teasers written as a definition list (linked terms over summaries);
-a list of items that each carry a star rating and a buyer's text (customer reviews).
+a list of items that each carry a star rating and a buyer's text (customer reviews); the
+author's card beside each post of a thread (schema.org ``Person``) but for the name.
 """
 
 from __future__ import annotations
@@ -362,6 +363,35 @@ def _widgets(root: Any, news: bool, story: bool = False) -> set[Any]:
             out.update(menus)
         out.update(d for d in _teaser_terms(root) if not protected(d, text_len(d)))
     out.update(_rated_lists(root, root_len))
+    out.update(_author_cards(root))
+    return out
+
+
+_PEOPLE = XPath(".//*[@itemtype][contains(@itemtype, 'schema.org/Person')]")
+_HOLDS_NAME = XPath("boolean(descendant-or-self::*[@itemprop='name' or @itemprop='url'])")
+
+
+def _author_cards(root: Any) -> list[Any]:
+    """The author's card beside each post of a thread (a schema.org ``Person``, three or
+    more): the name is the post's, the rest of the card is the forum's (a member title, join
+    date, post count, location, reputation and badges).  Not a card without a marked name,
+    nor one holding a sentence (a team page's people with their bios)."""
+    people = _PEOPLE(root)
+    if len(people) < 3:
+        return []
+    out = []
+    for person in people:
+        if not _HOLDS_NAME(person) or _LONG_TEXT(person):
+            continue
+        todo = [person]
+        while todo:
+            for c in todo.pop():
+                if not isinstance(c.tag, str):
+                    continue
+                if _HOLDS_NAME(c):
+                    todo.append(c)  # (the name's box: only what is beside the name goes)
+                elif text_len(c):
+                    out.append(c)
     return out
 
 
