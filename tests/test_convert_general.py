@@ -5,6 +5,7 @@ checked against."""
 
 from __future__ import annotations
 
+from sitemap_crawler.convert.markdown import html_to_markdown
 from tests.test_convert_structure import convert
 
 _P = ("<p>When planning corporate events, it is important to think about the venue, the "
@@ -718,3 +719,91 @@ def test_an_empty_comment_boxs_prompts_are_left_out():
       <p><a href="#respond">Post a comment</a></p></div>""")
     assert "Good news for the programme" in thread and "The range is what matters" in thread
     assert "Post a comment" not in thread
+
+
+def test_a_page_that_goes_on_after_its_closing_html_tag_is_read_whole():
+    # a WordPress theme (an HR services blog) prints its header, then </body></html>, then
+    # the post.  A browser shows the post (HTML5 parses what follows into the body); before,
+    # libxml2 dropped everything after </html>, and only the menu was left: an empty page.
+    page = f"""<!DOCTYPE html><html><head><title>6 Types of HR Outsourcing</title></head>
+      <body class="single-post"><header><nav><ul><li><a href="/">Home</a></li>
+        <li><a href="/blog/">Blogs</a></li><li><a href="/contact-us/">Contact Us</a></li>
+      </ul></nav></header>
+      </body>
+      </html>
+      <div class="blog-detail-page"><h1>6 Types of HR Outsourcing You Need to Know</h1>
+        {_P * 4}<h2>Professional Employer Organizations</h2>{_P * 2}</div>
+      <footer><p>Escalon Services. All rights reserved.</p></footer>
+      </body></html>"""
+    md = html_to_markdown(page, "https://example.com/blog/hr-outsourcing").markdown
+    assert "# 6 Types of HR Outsourcing You Need to Know" in md
+    assert md.count("When planning corporate") == 6 and "Contact Us" not in md
+    # a page that ends at its </html> (a comment after it, as caches add) is as it was
+    plain = html_to_markdown(f"<html><body><h1>Events</h1>{_P * 3}</body></html>\n"
+                             "<!-- cached page -->", "https://example.com/").markdown
+    assert plain.count("When planning corporate") == 3
+
+
+def test_teasers_written_as_a_definition_list_are_left_out():
+    # a news site of 2008 (L3S-GN1): under the story, boxes of other stories, each a <dl>
+    # whose terms are headline links and whose descriptions are their summaries.  Before:
+    # nothing judged a <dl> (teaser cards need a heading), and they came out as the story's
+    # last quarter.
+    teaser = ("<dt><a href='/news/{0}.html'>Hops shortage spurs microbreweries, part {0}</a></dt>"
+              "<dd>A worldwide shortage of hops is forcing some microbreweries to rewrite their "
+              "recipes for trademark beers.</dd>")
+    body = f"""<div id="content"><h1>Premier tours the flooded city</h1>{_IANS * 8}
+      <div class="lineuproll"><h3><a href="/rss.xml"><img src="/rss.gif"></a>Headlines</h3>
+        <dl>{"".join(teaser.format(i) for i in range(4))}</dl></div></div>"""
+    md = convert(body)
+    assert md.count("The Defence Research") == 8
+    assert "Hops shortage" not in md and "Headlines" not in md
+    # a "see also" list (links, a few words each) and a glossary (terms, not links) stay
+    kept = convert(f"""<div id="content"><h1>Playbooks</h1>{_IANS * 5}<dl>
+      <dt><a href="/lint/">ansible-lint</a></dt><dd>Learn how to test playbooks</dd>
+      <dt><a href="/yaml/">YAML Syntax</a></dt><dd>Learn about YAML syntax</dd>
+      <dt><a href="/tips/">General tips</a></dt><dd>Tips for managing playbooks</dd></dl>
+      <dl><dt>Agni-IV</dt><dd>{"A surface-to-surface missile of intermediate range. " * 2}</dd>
+      <dt>Agni-V</dt><dd>{"An intercontinental missile, tested first in 2012. " * 2}</dd>
+      <dt>Prithvi</dt><dd>{"A short-range missile, the first of the programme. " * 2}</dd></dl>
+      </div>""")
+    assert "Learn about YAML syntax" in kept and "Tips for managing" in kept
+    assert "A surface-to-surface missile" in kept and "tested first in 2012" in kept
+
+
+def test_the_author_cards_beside_a_threads_posts_keep_only_the_name():
+    # forum threads (a XenForo board, a Q&A site): beside each post, the author's card
+    # (schema.org Person) with a member title, join date, post count, location, reputation.
+    # Before: each card came out as five lines of numbers and dates above every post.
+    post = """<article class="message message--post"><div class="message-inner">
+      <div class="message-cell message-cell--user"><section itemscope
+          itemtype="https://schema.org/Person" class="message-user">
+        <div class="message-avatar"><a href="/members/{0}.5/"><img src="/a/{0}.webp"
+          alt="{0}"></a></div>
+        <div class="message-userDetails"><h4 class="message-name"><a href="/members/{0}.5/"
+          class="username" itemprop="name">{0}</a></h4>
+          <div class="userBanner" itemprop="jobTitle"><strong>Senior Member</strong></div></div>
+        <div class="message-userExtras"><dl class="pairs"><dt><span title="Joined"><i
+          class="fa-user"></i></span></dt><dd>Oct 25, 2017</dd></dl>
+          <dl class="pairs"><dt><span title="Messages"></span></dt><dd>13,539</dd></dl>
+          <dl class="pairs"><dt><span title="Location"></span></dt><dd>Ghent</dd></dl>
+        </div></section></div>
+      <div class="message-cell message-cell--main"><div class="message-content">
+        <div class="bbWrapper">Post {0}: we would waste an hour trying to say his name, and
+        then another one deciding who goes first into the cave.</div></div></div>
+      </div></article>"""
+    body = f"""<div class="p-body-pageContent"><h1>Who fights the giant?</h1>
+      <div class="block-body">{"".join(post.format(n) for n in ("Poltergust", "Saikyo",
+                                                               "poptire"))}</div></div>"""
+    md = convert(body)
+    assert "Poltergust" in md and "Saikyo" in md and md.count("we would waste an hour") == 3
+    assert "Senior Member" not in md and "13,539" not in md and "Oct 25, 2017" not in md
+    assert "Ghent" not in md
+    # a team page's people with their bios keep every line (a title beside a sentence)
+    person = """<div itemscope itemtype="http://schema.org/Person" class="member">
+      <h3 itemprop="name">{0}</h3><p itemprop="jobTitle">Head of Research</p>
+      <p itemprop="description">{0} leads the research group, which studies how rivers
+      carry sediment to the sea in every season.</p></div>"""
+    team = convert(f"""<div class="team"><h1>Our team</h1>{"".join(
+        person.format(n) for n in ("Ann Lee", "Bo Ray", "Cy Tan"))}</div>""")
+    assert team.count("Head of Research") == 3 and team.count("leads the research") == 3

@@ -31,8 +31,10 @@ a named block that holds prose stays unless it is link-dense or looks like a com
 (a form, avatars, repeated items).  Widgets found by structure alone: groups of teaser cards
 (linked headlines of other pages), source views behind a "View Source" toggle, a code
 block's language label, a short box around a "source" link; without generator markup,
-link lists without prose (menus), unless they are all the root holds (a shop's listing);
-a list of items that each carry a star rating and a buyer's text (customer reviews).
+link lists without prose (menus), unless they are all the root holds (a shop's listing),
+and teasers written as a definition list (linked terms over summaries);
+a list of items that each carry a star rating and a buyer's text (customer reviews); the
+author's card beside each post of a thread (schema.org ``Person``) but for the name.
 """
 
 from __future__ import annotations
@@ -359,7 +361,73 @@ def _widgets(root: Any, news: bool, story: bool = False) -> set[Any]:
             menus.add(el)
         if not _listing(root, root_len, out, menus):
             out.update(menus)
+        out.update(d for d in _teaser_terms(root) if not protected(d, text_len(d)))
     out.update(_rated_lists(root, root_len))
+    out.update(_author_cards(root))
+    return out
+
+
+_PEOPLE = XPath(".//*[@itemtype][contains(@itemtype, 'schema.org/Person')]")
+_HOLDS_NAME = XPath("boolean(descendant-or-self::*[@itemprop='name' or @itemprop='url'])")
+
+
+def _author_cards(root: Any) -> list[Any]:
+    """The author's card beside each post of a thread (a schema.org ``Person``, three or
+    more): the name is the post's, the rest of the card is the forum's (a member title, join
+    date, post count, location, reputation and badges).  Not a card without a marked name,
+    nor one holding a sentence (a team page's people with their bios)."""
+    people = _PEOPLE(root)
+    if len(people) < 3:
+        return []
+    out = []
+    for person in people:
+        if not _HOLDS_NAME(person) or _LONG_TEXT(person):
+            continue
+        todo = [person]
+        while todo:
+            for c in todo.pop():
+                if not isinstance(c.tag, str):
+                    continue
+                if _HOLDS_NAME(c):
+                    todo.append(c)  # (the name's box: only what is beside the name goes)
+                elif text_len(c):
+                    out.append(c)
+    return out
+
+
+_SUMMARY = 60  # characters a teaser's summary holds at least, on average
+
+
+def _teaser_terms(root: Any) -> list[Any]:
+    """Teasers written as a definition list: three or more terms, each all one link to
+    another page, each followed by a summary of its story ("B.C. Headlines": ``dt > a``,
+    ``dd`` of a sentence or two).  A glossary's terms are not links, a "see also" list's
+    descriptions are a few words, a table of contents' are lists of links.  The box around
+    it goes too when it adds only a title."""
+    out = []
+    for dl in root.iter("dl"):
+        terms = [c for c in dl if c.tag == "dt"]
+        if len(terms) < 3 or dl is root:
+            continue
+        said = 0
+        for dt in terms:
+            nxt = dt.getnext()
+            size = text_len(dt)
+            links = dt.findall(".//a[@href]")
+            if nxt is None or nxt.tag != "dd" or not size or len(links) != 1 or \
+                    links[0].get("href", "").startswith("#") or \
+                    len(" ".join(STR(links[0]).split())) < 0.8 * len(" ".join(STR(dt).split())):
+                break
+            if nxt.find(".//dl") is not None or nxt.find(".//li") is not None:
+                break  # a table of contents: a chapter's sections under its link
+            said += _unlinked(nxt)
+        else:
+            if said >= _SUMMARY * len(terms):
+                box, parent = dl, dl.getparent()
+                if parent is not None and parent is not root and \
+                        text_len(parent) <= text_len(dl) + 60:
+                    box = parent  # ("B.C. Headlines" above the list)
+                out.append(box)
     return out
 
 

@@ -133,6 +133,7 @@ def parse_html(html: str) -> Any | None:
 def _parse(html: str) -> Any | None:
     if html.lstrip()[:5].lower() == "<?xml":  # lxml refuses str input that declares a charset
         html = _XML_DECL_RE.sub("", html, count=1)
+    html = _reopened(html)
     parser = _parser()
     try:
         doc = etree.fromstring(html, parser)  # None for an empty document
@@ -146,6 +147,22 @@ def _parse(html: str) -> Any | None:
             if doc is None or not _cut(parser):
                 break
     return doc
+
+
+_END_TAGS = ("</body", "</BODY", "</Body", "</html", "</HTML", "</Html")
+_END_TAG_RE = re.compile(r"</(?:body|html)\s*>", re.I)
+_START_TAG_RE = re.compile(r"<[A-Za-z]")
+
+
+def _reopened(html: str) -> str:
+    """``html`` without its ``</body>``/``</html>`` tags when markup follows them (a theme that
+    prints the closing tags before the post): a browser parses the rest into the body
+    (HTML5's "after body" modes), libxml2 drops what follows ``</html>`` and leaves what
+    follows ``</body>`` outside the body, so the page's text was lost."""
+    end = min((i for i in (html.find(t) for t in _END_TAGS) if i >= 0), default=-1)
+    if end < 0 or not _START_TAG_RE.search(html, end):
+        return html
+    return _END_TAG_RE.sub("", html)
 
 
 def _cut(parser: Any) -> bool:
