@@ -126,3 +126,27 @@ def test_a_host_given_up_is_tried_again_by_the_next_run(server, tmp_path):
     assert time.monotonic() - t0 < 60  # the old 600 s block was not served again
     idx = index(tmp_path / "out")
     assert all(idx[u]["outcome"] == "new" for u in urls)
+
+
+def test_a_disk_that_fills_while_prepare_writes_tickets(server, tmp_path, tiny_disk):
+    """A ticket write that fails part way (prepare writes them without a per-file fsync,
+    fsutil ``write_new_file``) ends prepare with one line and exit 1, leaves no torn file,
+    and the next prepare, with room, queues every URL once."""
+    urls = doc_site(server, 80)
+    cfg = write_config(tmp_path, server.url("/"), out=tiny_disk / "out",
+                       crawl_state={"ticket_size": 1})
+    r = cli(cfg, "prepare", "docs", check=False)
+    assert r.returncode == 1, r.stdout + r.stderr
+    last = r.stderr.strip().splitlines()[-1]
+    assert last.startswith("error:") and "No space left on device" in last, r.stderr
+    assert "Traceback" not in r.stderr
+    assert not list(tiny_disk.rglob(".tmp-*"))
+    tickets = tiny_disk / "out" / ".crawl-state" / "docs" / "tickets" / "pending"
+    written = list(tickets.rglob("*.json"))
+    assert 0 < len(written) < len(urls)  # it failed part way
+    for p in written:
+        assert json.loads(p.read_text())["urls"]  # every ticket there is whole
+    subprocess.run(["mount", "-o", "remount,size=20m", str(tiny_disk)], check=True)
+    cli(cfg, "prepare", "docs")
+    queued = [u["url"] for p in tickets.rglob("*.json") for u in json.loads(p.read_text())["urls"]]
+    assert sorted(queued) == sorted(urls)
