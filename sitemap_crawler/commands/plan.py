@@ -14,6 +14,7 @@ Rules (seed 000 §6, seed 002 phases 5–6, roadmap v0.4.0 phase 2):
 
 from __future__ import annotations
 
+import math
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -40,6 +41,17 @@ _FRESH_LASTMOD = Decision(False, False, "fresh:lastmod")
 _FRESH_CHANGEFREQ = Decision(False, False, "fresh:changefreq")
 
 
+@dataclass(frozen=True)
+class FreshRule:
+    """``decide_at``'s "fresh" outside the planner (``Planner.fresh_rule``): a URL crawled
+    at ``t`` (not failed) is fresh when ``max(0, now - t) < interval`` and either its
+    ``lastmod`` parses to at most ``t``, or it has no usable ``lastmod`` and its
+    ``changefreq``'s seconds are more than that age."""
+    now: float
+    interval: float  # recrawl_interval, inf when unset
+    changefreq_s: dict[str, float]
+
+
 class Planner:
     def __init__(self, settings: Settings, *, full: bool = False, now: float | None = None):
         self.settings = settings
@@ -56,6 +68,16 @@ class Planner:
         return self.decide_at(lastmod, changefreq, priority, crawled,
                               float(prior.get("change_frequency") or 0),
                               bool(prior.get("failed")))
+
+    def fresh_rule(self) -> FreshRule | None:
+        """What ``decide_at``'s two "fresh" answers read, for a caller that tests a million
+        URLs in one loop (known.py ``fresh_sizes``); None when no URL can be fresh (full).
+        A URL the rule does not call fresh goes to ``decide_at``: the rule only ever says
+        fresh where ``decide_at`` does (tests/test_plan_fresh_rule.py holds the two alike)."""
+        if self.full or not self.settings.trust_sitemap_dates:
+            return None
+        return FreshRule(self.now, self.settings.recrawl_interval or math.inf,
+                         {k: h * 3600.0 for k, h in CHANGEFREQ_HOURS.items()})
 
     def decide_at(self, lastmod: str | None, changefreq: str | None, priority: float | None,
                   crawled: float | None, change_frequency: float, failed: bool) -> Decision:

@@ -721,6 +721,12 @@ class _Prepare:
             keep = [True] * len(urls)
             for i in known:
                 keep[i] = False
+            # the URLs the index calls fresh, found in one loop (KnownUrls.fresh_sizes);
+            # not while an unfinished round's done ones are told apart first (R1)
+            fresh: list[int | None] | None = None
+            if isinstance(idx, KnownUrls) and self.round_at is None \
+                    and (rule := planner.fresh_rule()) is not None:
+                fresh = idx.fresh_sizes(urls, cols.lastmods, cols.changefreqs, rule)
             for i, new in enumerate(keep):  # in order, as _admit would (excluded.jsonl)
                 if not new:
                     res.duplicates += 1
@@ -728,6 +734,9 @@ class _Prepare:
                 elif judging:  # planner, cap
                     if queued is not None and keys[i] in queued:
                         res.already_queued += 1
+                    elif fresh is not None and (size := fresh[i]) is not None:
+                        res.fresh += 1
+                        res.bytes_saved += size
                     elif (judged := self._judge(urls[i], cols.lastmods[i],
                                                 cols.changefreqs[i], cols.priorities[i],
                                                 idx, planner)) is not None:
