@@ -134,6 +134,7 @@ from sitemap_crawler.protocol.fsutil import (
 )
 from sitemap_crawler.protocol.heartbeat import proven_dead
 from sitemap_crawler.protocol.journal import JournalTail, journal_files, owner_of
+from sitemap_crawler.protocol.keysort import sorted_keys, sorted_pairs
 from sitemap_crawler.protocol.state import StateDir
 from sitemap_crawler.protocol.tickets import claimed_owners
 from sitemap_crawler.protocol.untrusted import QUARANTINE, segment_name_ok
@@ -702,9 +703,9 @@ def write_base_stream(state: StateDir, entries: Iterable[tuple[str, Entry]],
     digest = h.hexdigest()
     fields.write(state.root, judged, target, digest, size, check)
     keys = judged.keys
-    del judged  # the other columns, before the sort's Python ints (~36 bytes a URL)
+    del judged  # the other columns, before the sort
     atomic_write(state.root / KEYS_FILE,
-                 digest.encode() + b"\n" + array("Q", sorted(keys)).tobytes(),
+                 digest.encode() + b"\n" + sorted_keys(keys).tobytes(),
                  before_replace=check)
     _write_list(state, [], check, base=(len(keys), size, digest))
 
@@ -802,7 +803,7 @@ def _unique_sorted(keys: array[int]) -> array[int]:
     """``keys`` sorted, each once."""
     out = array("Q")
     prev = None
-    for k in sorted(keys):
+    for k in sorted_keys(keys):
         if k != prev:
             out.append(k)
             prev = k
@@ -968,7 +969,7 @@ class _Later:
     smbnetfs: ENOENT on a later read), so there each segment is read from a local copy.
     Stable sorting keeps each URL's records in fold order (segment, then line); it sorts by
     the hash's top byte first, so its Python ints are a 256th of the records at a time
-    (:func:`_sorted_pairs`)."""
+    (keysort.py)."""
 
     def __init__(self, live: list[tuple[Path, int | None]],
                  want: Callable[[str], bool] | None) -> None:
@@ -982,7 +983,7 @@ class _Later:
         except BaseException:
             self.close()
             raise
-        self.keys, self.where = _sorted_pairs(keys, where)
+        self.keys, self.where = sorted_pairs(keys, where)
         self.taken = bytearray(len(self.keys))
 
     def _open(self, path: Path, n: int) -> Any:
@@ -1062,30 +1063,6 @@ class _Later:
             f.close()
         if self.tmp is not None:
             self.tmp.cleanup()
-
-
-def _sorted_pairs(keys: array[int], where: array[int]) -> tuple[array[int], array[int]]:
-    """``keys`` sorted and ``where`` in the same order, equal keys in the order they came
-    (stable).  ``keys`` and ``where`` are emptied.  One sort of a million keys makes a
-    Python int and a list slot per key at once (~70 MiB: the runner's peak at the end of a
-    million-page crawl was this sort, bench/RESULTS.md); split by the top byte (a signed
-    key's ``>> 56`` is -128..127, in key order) into 256 runs, each is sorted alone, so
-    the peak is the arrays (~32 bytes a record) and a 256th of the ints."""
-    runs_k: list[array[int]] = [array("q") for _ in range(256)]
-    runs_w: list[array[int]] = [array("q") for _ in range(256)]
-    for k, w in zip(keys, where, strict=True):
-        b = (k >> 56) + 128
-        runs_k[b].append(k)
-        runs_w[b].append(w)
-    del keys[:], where[:]
-    out_k, out_w = array("q"), array("q")
-    for b in range(256):
-        rk, rw = runs_k[b], runs_w[b]
-        runs_k[b] = runs_w[b] = array("q")  # each run freed once copied out
-        order = sorted(range(len(rk)), key=rk.__getitem__)
-        out_k.extend(map(rk.__getitem__, order))
-        out_w.extend(map(rw.__getitem__, order))
-    return out_k, out_w
 
 
 def _record(path: Path, line: bytes) -> dict[str, Any]:
