@@ -51,7 +51,7 @@ _M_MMAP_THRESHOLD, _M_ARENA_MAX = -3, -8  # glibc's mallopt parameters (malloc.h
 
 
 def bound_malloc() -> None:
-    """Keep a long-running worker's C heap flat (glibc; elsewhere nothing is done).
+    """Keep a long-running worker's or runner's C heap flat (glibc; elsewhere nothing is done).
 
     glibc raises its mmap threshold each time a large block is freed; blocks of that size
     then come from the heaps and stay there, one heap per thread (up to 8 a core).  In a
@@ -281,6 +281,9 @@ def run_sites(config_path: Path, sites: list[Site], workers: int) -> dict[str, C
     import sitemap_crawler.commands.dispatch  # noqa: F401  (preloaded for the forked children)
     from sitemap_crawler.fetch.client import preload
 
+    # the runner too: its end-of-crawl report and merge free and allocate arrays of up to
+    # ~16 MiB in turn (1M pages: merge peak 128 -> 110 MiB, bench/RESULTS.md)
+    bound_malloc()
     preload()
 
     method = "fork" if "fork" in mp.get_all_start_methods() else "spawn"
