@@ -1,8 +1,8 @@
 """Sorting a million 64-bit keys in bounded memory, for the index and the crawl report.
 
 ``sorted()`` of a million keys in an ``array`` makes a Python int and a list slot for each
-at once (~44 bytes a key): at the end of a million-page crawl the runner's merge (the keys
-file, the segments' records) and its report peaked at 129-194 MiB on that alone
+at once (~44 bytes a key): at the end of a million-page crawl the runner's report and merge
+(the keys file, the segments' records) peaked at 129-194 MiB, these sorts the largest part
 (bench/RESULTS.md, issue 22).  Here the keys are split by their top byte into 256 runs,
 which are in key order, and each run is sorted alone: the arrays (8 bytes a key, twice)
 and a 256th of the Python ints.  Imports nothing of the project.
