@@ -138,7 +138,7 @@ class KnownUrls:
         """Per listed URL, its size if ``rule`` calls it fresh (the planner would say so too,
         plan.py ``FreshRule``), else None: not in the index, due, or for the planner to say.
         Each URL found is marked listed.  ``find`` and the rule inline in one loop: a
-        million fresh URLs cost no call each (a re-crawl of a 1M-URL site, issue 22)."""
+        million fresh URLs cost no planner call each (a re-crawl of a 1M-URL site, issue 22)."""
         f = self._f
         table, keys, mask, listed = f.table, f.keys, f.mask, self._listed
         crawled, flags, size = f.crawled, f.flags, f.size

@@ -24,6 +24,7 @@ from sitemap_crawler.timestamps import parse_ts
 
 CHANGEFREQ_HOURS = {"always": 0, "hourly": 1, "daily": 24, "weekly": 168, "monthly": 720,
                     "yearly": 8760, "never": 87600}
+_CHANGEFREQ_S = {k: h * 3600.0 for k, h in CHANGEFREQ_HOURS.items()}  # FreshRule's form
 
 
 
@@ -76,8 +77,7 @@ class Planner:
         fresh where ``decide_at`` does (tests/test_plan_fresh_rule.py holds the two alike)."""
         if self.full or not self.settings.trust_sitemap_dates:
             return None
-        return FreshRule(self.now, self.settings.recrawl_interval or math.inf,
-                         {k: h * 3600.0 for k, h in CHANGEFREQ_HOURS.items()})
+        return FreshRule(self.now, self.settings.recrawl_interval or math.inf, _CHANGEFREQ_S)
 
     def decide_at(self, lastmod: str | None, changefreq: str | None, priority: float | None,
                   crawled: float | None, change_frequency: float, failed: bool) -> Decision:
